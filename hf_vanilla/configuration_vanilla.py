@@ -1,0 +1,132 @@
+"""Configuration of the Transformer of "Attention Is All You Need" (Vaswani et al., 2017)."""
+
+from huggingface_hub.dataclasses import strict
+from transformers import PreTrainedConfig
+
+
+# Model sizes. `base` and `big` are the rows of Table 3 of the paper; `parsing` is the section 6.3 parser
+# (4 layers, d_model 1024); `demo`/`demo_parsing` fit the 15-minute CPU demos; `tiny` is for tests.
+PRESETS: dict[str, dict] = {
+    "base": dict(d_model=512, encoder_layers=6, decoder_layers=6, num_attention_heads=8, d_ff=2048, dropout=0.1),
+    "big": dict(d_model=1024, encoder_layers=6, decoder_layers=6, num_attention_heads=16, d_ff=4096, dropout=0.3),
+    "parsing": dict(
+        d_model=1024, encoder_layers=4, decoder_layers=4, num_attention_heads=16, d_ff=4096, dropout=0.3,
+        decoding="parsing",
+    ),
+    "demo": dict(d_model=256, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=1024, dropout=0.1),
+    "demo_parsing": dict(
+        d_model=256, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=1024, dropout=0.1,
+        decoding="parsing",
+    ),
+    "tiny": dict(
+        vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128, dropout=0.1
+    ),
+}
+
+# The paper's decoding (sections 6.1 and 6.3), which the model writes into its `generation_config`:
+# beam size, GNMT length penalty alpha, and maximum output length = source length + offset, with early stopping.
+DECODING: dict[str, dict] = {
+    "translation": dict(num_beams=4, length_penalty=0.6, length_penalty_style="gnmt", max_length_offset=50),
+    "parsing": dict(num_beams=21, length_penalty=0.3, length_penalty_style="gnmt", max_length_offset=300),
+}
+
+
+@strict
+class VanillaTransformerConfig(PreTrainedConfig):
+    r"""
+    Configuration of [`VanillaTransformerModel`]: the post-norm encoder-decoder of Vaswani et al. (2017). The defaults
+    are the paper's base model (Table 3): N=6, d_model=512, h=8, d_ff=2048, P_drop=0.1, epsilon_ls=0.1, with one
+    37,000-token vocabulary shared by source and target.
+
+    Args:
+        vocab_size: size of the shared source/target vocabulary.
+        d_model: width of every sub-layer output and embedding.
+        encoder_layers / decoder_layers: N, the number of identical layers in each stack.
+        num_attention_heads: h; d_k = d_v = d_model / h.
+        d_ff: inner width of the position-wise feed-forward networks.
+        dropout: P_drop, applied to each sub-layer output before the residual add and to the embedding+position sums.
+        attention_dropout: dropout on attention weights (not used in the paper: 0).
+        activation_dropout: dropout after the feed-forward ReLU (not used in the paper: 0).
+        label_smoothing: epsilon_ls of the training loss.
+        norm_style: `"post"` (the paper: LayerNorm(x + Sublayer(x))) or `"pre"` (x + Sublayer(LayerNorm(x)), with a
+            final LayerNorm after each stack).
+        position_embedding_type: `"sinusoidal"` (the paper, any length) or `"learned"` (Table 3 row E).
+        max_position_embeddings: size of the learned position table; unused by sinusoidal positions.
+        layer_norm_eps: epsilon of every LayerNorm.
+        init_std: standard deviation of the token embeddings' normal initialisation; `None` means d_model^-0.5.
+        decoding: which of the paper's decodings (`DECODING`) the model's `generation_config` starts from:
+            `"translation"` (beam 4, alpha 0.6, source length + 50) or `"parsing"` (beam 21, alpha 0.3, + 300).
+        tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax
+            projection (section 3.4). `False` gives three independent matrices.
+    """
+
+    model_type = "vanilla_transformer"
+    keys_to_ignore_at_inference = ["past_key_values"]
+    attribute_map = {"hidden_size": "d_model", "num_hidden_layers": "encoder_layers"}
+
+    vocab_size: int = 37000
+    d_model: int = 512
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    num_attention_heads: int = 8
+    d_ff: int = 2048
+    dropout: float | int = 0.1
+    attention_dropout: float | int = 0.0
+    activation_dropout: float | int = 0.0
+    label_smoothing: float | int = 0.1
+    norm_style: str = "post"
+    position_embedding_type: str = "sinusoidal"
+    max_position_embeddings: int = 1024
+    layer_norm_eps: float = 1e-5
+    init_std: float | None = None
+    decoding: str = "translation"
+    use_cache: bool = True
+    is_encoder_decoder: bool = True
+    pad_token_id: int | None = 0
+    bos_token_id: int | None = 1
+    eos_token_id: int | list[int] | None = 2
+    decoder_start_token_id: int | None = 1
+    tie_word_embeddings: bool = True
+
+    def __post_init__(self, **kwargs):
+        problems = []
+        if self.d_model <= 0 or self.num_attention_heads <= 0 or self.d_ff <= 0 or self.vocab_size <= 0:
+            problems.append("d_model, num_attention_heads, d_ff and vocab_size must be positive")
+        elif self.d_model % self.num_attention_heads:
+            problems.append(
+                f"d_model ({self.d_model}) must be divisible by num_attention_heads ({self.num_attention_heads})"
+            )
+        if self.encoder_layers < 1 or self.decoder_layers < 1:
+            problems.append(
+                f"encoder_layers ({self.encoder_layers}) and decoder_layers ({self.decoder_layers}) must be at least 1"
+            )
+        for name in ("dropout", "attention_dropout", "activation_dropout", "label_smoothing"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                problems.append(f"{name} must be in [0, 1), got {value}")
+        if self.norm_style not in ("post", "pre"):
+            problems.append(f"norm_style must be 'post' or 'pre', got {self.norm_style!r}")
+        if self.position_embedding_type not in ("sinusoidal", "learned"):
+            problems.append(
+                f"position_embedding_type must be 'sinusoidal' or 'learned', got {self.position_embedding_type!r}"
+            )
+        if self.decoding not in DECODING:
+            problems.append(f"decoding must be one of {sorted(DECODING)}, got {self.decoding!r}")
+        if self.max_position_embeddings < 1:
+            problems.append(f"max_position_embeddings must be positive, got {self.max_position_embeddings}")
+        if self.pad_token_id is None:
+            problems.append("pad_token_id must be set: padding is masked out of attention and of the loss")
+        if problems:
+            raise ValueError("Invalid VanillaTransformerConfig: " + "; ".join(problems) + ".")
+        super().__post_init__(**kwargs)
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides) -> "VanillaTransformerConfig":
+        """Builds a configuration from one of `PRESETS` (`base`, `big`, `parsing`, `demo`, `demo_parsing`,
+        `tiny`), with any field overridden by keyword."""
+        if name not in PRESETS:
+            raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
+        return cls(**{**PRESETS[name], **overrides})
+
+
+__all__ = ["VanillaTransformerConfig", "PRESETS", "DECODING"]

@@ -1,0 +1,763 @@
+"""The Transformer of "Attention Is All You Need" (Vaswani et al., 2017), section 3, in transformers' house style.
+
+Post-norm encoder-decoder: every sub-layer computes LayerNorm(x + Dropout(Sublayer(x))) (section 5.4), token
+embeddings are multiplied by sqrt(d_model) and summed with sinusoidal positions (section 3.5), and one weight matrix
+is shared by the encoder embeddings, the decoder embeddings and the pre-softmax projection (section 3.4).
+
+Weight initialisation (the paper gives none; this follows tensor2tensor and fairseq): token embeddings
+N(0, d_model^-0.5) with the padding row at zero, so that embeddings scaled by sqrt(d_model) have unit variance and the
+tied output projection starts with logits of unit scale; every projection matrix Glorot-uniform for a d_in x d_out
+block (the fused query/key/value matrices block by block); biases zero; LayerNorm gain one and bias zero.
+"""
+
+import copy
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
+from transformers import initialization as init
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.generation import LogitsProcessor, LogitsProcessorList
+from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import (
+    BaseModelOutput,
+    BaseModelOutputWithPastAndCrossAttentions,
+    Seq2SeqLMOutput,
+    Seq2SeqModelOutput,
+)
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.utils import can_return_tuple, is_torchdynamo_compiling
+from transformers.utils.generic import merge_with_config_defaults
+from transformers.utils.output_capturing import OutputRecorder, capture_outputs
+
+from .configuration_vanilla import DECODING, VanillaTransformerConfig
+
+
+def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_token_id: int) -> torch.Tensor:
+    """Decoder inputs for teacher forcing: the labels shifted one position right, starting with the start token."""
+    shifted = labels.new_full(labels.shape, pad_token_id)
+    shifted[:, 1:] = labels[:, :-1]
+    shifted[:, 0] = decoder_start_token_id
+    return shifted.masked_fill_(shifted == -100, pad_token_id)
+
+
+def sinusoidal_positions(start: int, length: int, d_model: int, device: torch.device) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) (section 3.5),
+    for positions start .. start+length-1, computed for any length. Returns float32 of shape (length, d_model)."""
+    positions = torch.arange(start, start + length, device=device, dtype=torch.float32)
+    inverse_frequencies = torch.exp(
+        torch.arange(0, d_model, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+    )
+    angles = positions[:, None] * inverse_frequencies[None, :]
+    # Interleave: sin on even dimensions, cos on odd dimensions.
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(1)[:, :d_model]
+
+
+class VanillaPositionalEncoding(nn.Module):
+    """Sinusoidal positions (the paper's choice, any length) or a learned table (Table 3, row E)."""
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__()
+        self.d_model = config.d_model
+        self.max_positions = config.max_position_embeddings
+        self.table = (
+            nn.Embedding(config.max_position_embeddings, config.d_model)
+            if config.position_embedding_type == "learned"
+            else None
+        )
+
+    def forward(self, start: int, length: int, device: torch.device) -> torch.Tensor:
+        if self.table is None:
+            return sinusoidal_positions(start, length, self.d_model, device)
+        if start + length > self.max_positions:
+            raise ValueError(
+                f"Learned position embeddings cover {self.max_positions} positions, but position {start + length - 1} "
+                "was requested; use position_embedding_type='sinusoidal' for inputs of any length."
+            )
+        return self.table(torch.arange(start, start + length, device=device))
+
+
+def eager_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V (section 3.2.1), returning the weights too."""
+    attn_weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        attn_weights = attn_weights + attention_mask
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_weights = nn.functional.dropout(attn_weights, p=dropout, training=module.training)
+    attn_output = torch.matmul(attn_weights, value).transpose(1, 2).contiguous()
+    return attn_output, attn_weights
+
+
+class VanillaFusedProjection(nn.Linear):
+    """`num_blocks` projections d_model -> d_model stacked in one matrix, so that one matmul computes them all
+    (queries, keys and values: W^Q, W^K, W^V of section 3.2.2)."""
+
+    def __init__(self, d_model: int, num_blocks: int):
+        super().__init__(d_model, num_blocks * d_model)
+        self.num_blocks = num_blocks
+
+
+class VanillaAttention(nn.Module):
+    """Multi-head attention (section 3.2.2) with h heads of d_k = d_model / h. Self-attention projects Q, K and V
+    with one fused matrix; cross-attention projects Q from the decoder and K, V (fused) once from the encoder output,
+    which the cache keeps for every later decoding step."""
+
+    def __init__(self, config: VanillaTransformerConfig, is_cross_attention: bool, is_causal: bool, layer_idx: int):
+        super().__init__()
+        self.config = config
+        self.d_model = config.d_model
+        self.head_dim = config.d_model // config.num_attention_heads
+        self.scaling = self.head_dim**-0.5
+        self.dropout = config.attention_dropout
+        self.is_cross_attention = is_cross_attention
+        self.is_causal = is_causal
+        self.layer_idx = layer_idx
+        if is_cross_attention:
+            self.q_proj = nn.Linear(config.d_model, config.d_model)
+            self.kv_proj = VanillaFusedProjection(config.d_model, 2)
+        else:
+            self.qkv_proj = VanillaFusedProjection(config.d_model, 3)
+        self.out_proj = nn.Linear(config.d_model, config.d_model)
+
+    def _split_heads(self, states: torch.Tensor) -> torch.Tensor:
+        return states.view(*states.shape[:-1], -1, self.head_dim).transpose(1, 2)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        key_value_states: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        input_shape = hidden_states.shape[:-1]
+        if self.is_cross_attention:
+            query_states = self._split_heads(self.q_proj(hidden_states))
+            cache = past_key_values.cross_attention_cache if past_key_values is not None else None
+            if cache is not None and past_key_values.is_updated.get(self.layer_idx):
+                key_states = cache.layers[self.layer_idx].keys
+                value_states = cache.layers[self.layer_idx].values
+            else:
+                key_states, value_states = self.kv_proj(key_value_states).chunk(2, dim=-1)
+                key_states, value_states = self._split_heads(key_states), self._split_heads(value_states)
+                if cache is not None:
+                    key_states, value_states = cache.update(key_states, value_states, self.layer_idx)
+                    past_key_values.is_updated[self.layer_idx] = True
+        else:
+            query_states, key_states, value_states = (
+                self._split_heads(states) for states in self.qkv_proj(hidden_states).chunk(3, dim=-1)
+            )
+            if past_key_values is not None:
+                cache = (
+                    past_key_values.self_attention_cache
+                    if isinstance(past_key_values, EncoderDecoderCache)
+                    else past_key_values
+                )
+                key_states, value_states = cache.update(key_states, value_states, self.layer_idx)
+
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
+            self.config._attn_implementation, eager_attention_forward
+        )
+        attn_output, attn_weights = attention_interface(
+            self,
+            query_states,
+            key_states,
+            value_states,
+            attention_mask,
+            dropout=self.dropout if self.training else 0.0,
+            scaling=self.scaling,
+            **kwargs,
+        )
+        attn_output = self.out_proj(attn_output.reshape(*input_shape, -1).contiguous())
+        return attn_output, attn_weights
+
+
+class VanillaFeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3), inner width d_ff."""
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(config.d_model, config.d_ff)
+        self.fc2 = nn.Linear(config.d_ff, config.d_model)
+        self.activation_dropout = config.activation_dropout
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        hidden_states = nn.functional.relu(self.fc1(hidden_states))
+        hidden_states = nn.functional.dropout(hidden_states, p=self.activation_dropout, training=self.training)
+        return self.fc2(hidden_states)
+
+
+class VanillaEncoderLayer(GradientCheckpointingLayer):
+    """Self-attention then feed-forward, each wrapped as LayerNorm(x + Dropout(Sublayer(x))) (post-norm), or as
+    x + Dropout(Sublayer(LayerNorm(x))) when `norm_style="pre"`."""
+
+    def __init__(self, config: VanillaTransformerConfig, layer_idx: int):
+        super().__init__()
+        self.pre_norm = config.norm_style == "pre"
+        self.dropout = config.dropout
+        self.self_attn = VanillaAttention(config, is_cross_attention=False, is_causal=False, layer_idx=layer_idx)
+        self.self_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.feed_forward = VanillaFeedForward(config)
+        self.final_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None, **kwargs) -> torch.Tensor:
+        residual = hidden_states
+        if self.pre_norm:
+            hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states, _ = self.self_attn(hidden_states, attention_mask=attention_mask, **kwargs)
+        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        if not self.pre_norm:
+            hidden_states = self.self_attn_layer_norm(hidden_states)
+
+        residual = hidden_states
+        if self.pre_norm:
+            hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = self.feed_forward(hidden_states)
+        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        if not self.pre_norm:
+            hidden_states = self.final_layer_norm(hidden_states)
+        return hidden_states
+
+
+class VanillaDecoderLayer(GradientCheckpointingLayer):
+    """Masked self-attention, attention over the encoder output, then feed-forward (section 3.1), each sub-layer
+    wrapped like the encoder's."""
+
+    def __init__(self, config: VanillaTransformerConfig, layer_idx: int):
+        super().__init__()
+        self.pre_norm = config.norm_style == "pre"
+        self.dropout = config.dropout
+        self.self_attn = VanillaAttention(config, is_cross_attention=False, is_causal=True, layer_idx=layer_idx)
+        self.self_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.encoder_attn = VanillaAttention(config, is_cross_attention=True, is_causal=False, layer_idx=layer_idx)
+        self.encoder_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.feed_forward = VanillaFeedForward(config)
+        self.final_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        encoder_hidden_states: torch.Tensor,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        **kwargs,
+    ) -> torch.Tensor:
+        residual = hidden_states
+        if self.pre_norm:
+            hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states, _ = self.self_attn(
+            hidden_states, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs
+        )
+        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        if not self.pre_norm:
+            hidden_states = self.self_attn_layer_norm(hidden_states)
+
+        residual = hidden_states
+        if self.pre_norm:
+            hidden_states = self.encoder_attn_layer_norm(hidden_states)
+        hidden_states, _ = self.encoder_attn(
+            hidden_states,
+            attention_mask=encoder_attention_mask,
+            key_value_states=encoder_hidden_states,
+            past_key_values=past_key_values,
+            **kwargs,
+        )
+        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        if not self.pre_norm:
+            hidden_states = self.encoder_attn_layer_norm(hidden_states)
+
+        residual = hidden_states
+        if self.pre_norm:
+            hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = self.feed_forward(hidden_states)
+        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        if not self.pre_norm:
+            hidden_states = self.final_layer_norm(hidden_states)
+        return hidden_states
+
+
+class VanillaPreTrainedModel(PreTrainedModel):
+    config: VanillaTransformerConfig
+    config_class = VanillaTransformerConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["VanillaEncoderLayer", "VanillaDecoderLayer"]
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_flex_attn = True
+    _can_compile_fullgraph = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """The initialisation described in this module's docstring."""
+        if isinstance(module, nn.Linear):
+            # Glorot-uniform; a fused projection is initialised as its separate d_model x d_model blocks would be.
+            fan_out = module.out_features
+            if isinstance(module, VanillaFusedProjection):
+                fan_out //= module.num_blocks
+            bound = math.sqrt(6.0 / (module.in_features + fan_out))
+            init.uniform_(module.weight, -bound, bound)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            std = self.config.init_std if self.config.init_std is not None else self.config.d_model**-0.5
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+
+
+def _check_token_ids(ids: torch.Tensor, vocab_size: int, name: str) -> None:
+    """A clear ValueError for token ids that are not a non-empty (batch, length) batch inside the vocabulary."""
+    if ids.dim() != 2:
+        raise ValueError(f"{name} must have shape (batch_size, sequence_length), got {tuple(ids.shape)}.")
+    if ids.numel() == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(ids.shape)}): there is nothing to encode or decode.")
+    if not is_torchdynamo_compiling():
+        low, high = torch.aminmax(ids)
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"{name} holds token ids outside the vocabulary [0, {vocab_size}): min {int(low)}, max {int(high)}."
+            )
+
+
+class VanillaEncoder(VanillaPreTrainedModel):
+    """The encoder stack: embeddings * sqrt(d_model) + positions, dropout, then N encoder layers."""
+
+    _can_record_outputs = {"hidden_states": VanillaEncoderLayer, "attentions": VanillaAttention}
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.embed_scale = math.sqrt(config.d_model)
+        self.dropout = config.dropout
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
+        self.embed_positions = VanillaPositionalEncoding(config)
+        self.layers = nn.ModuleList([VanillaEncoderLayer(config, i) for i in range(config.encoder_layers)])
+        self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_style == "pre" else None
+        self.gradient_checkpointing = False
+        self.post_init()
+
+    @merge_with_config_defaults
+    @capture_outputs
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        **kwargs,
+    ) -> BaseModelOutput:
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of input_ids or inputs_embeds to the encoder.")
+        if input_ids is not None:
+            _check_token_ids(input_ids, self.config.vocab_size, "input_ids")
+            inputs_embeds = self.embed_tokens(input_ids)
+        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[1] == 0:
+            raise ValueError(f"inputs_embeds must be a non-empty (batch, length, d_model) tensor, got {tuple(inputs_embeds.shape)}.")
+        if attention_mask is not None and tuple(attention_mask.shape) != tuple(inputs_embeds.shape[:2]):
+            raise ValueError(
+                f"attention_mask has shape {tuple(attention_mask.shape)} but the input has shape "
+                f"{tuple(inputs_embeds.shape[:2])}: they must match."
+            )
+        positions = self.embed_positions(0, inputs_embeds.shape[1], inputs_embeds.device)
+        hidden_states = inputs_embeds * self.embed_scale + positions.to(inputs_embeds.dtype)
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+
+        attention_mask = create_bidirectional_mask(
+            config=self.config, inputs_embeds=hidden_states, attention_mask=attention_mask
+        )
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, attention_mask, **kwargs)
+        if self.layer_norm is not None:
+            hidden_states = self.layer_norm(hidden_states)
+        return BaseModelOutput(last_hidden_state=hidden_states)
+
+
+class VanillaDecoder(VanillaPreTrainedModel):
+    """The decoder stack: shifted target embeddings * sqrt(d_model) + positions, dropout, then N decoder layers."""
+
+    _can_record_outputs = {
+        "hidden_states": VanillaDecoderLayer,
+        "attentions": OutputRecorder(VanillaAttention, index=1, layer_name="self_attn"),
+        "cross_attentions": OutputRecorder(VanillaAttention, index=1, layer_name="encoder_attn"),
+    }
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.embed_scale = math.sqrt(config.d_model)
+        self.dropout = config.dropout
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
+        self.embed_positions = VanillaPositionalEncoding(config)
+        self.layers = nn.ModuleList([VanillaDecoderLayer(config, i) for i in range(config.decoder_layers)])
+        self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_style == "pre" else None
+        self.gradient_checkpointing = False
+        self.post_init()
+
+    @merge_with_config_defaults
+    @capture_outputs
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPastAndCrossAttentions:
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of decoder_input_ids or decoder_inputs_embeds to the decoder.")
+        if encoder_hidden_states is None:
+            raise ValueError("The decoder attends over the encoder output: encoder_hidden_states is required.")
+        if input_ids is not None:
+            _check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids")
+            inputs_embeds = self.embed_tokens(input_ids)
+        if encoder_attention_mask is not None and tuple(encoder_attention_mask.shape) != tuple(
+            encoder_hidden_states.shape[:2]
+        ):
+            raise ValueError(
+                f"attention_mask has shape {tuple(encoder_attention_mask.shape)} but the encoder input has shape "
+                f"{tuple(encoder_hidden_states.shape[:2])}: they must match."
+            )
+        if use_cache and past_key_values is None:
+            past_key_values = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
+        batch_size, length = inputs_embeds.shape[:2]
+        past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
+
+        positions = self.embed_positions(past_length, length, inputs_embeds.device)
+        hidden_states = inputs_embeds * self.embed_scale + positions.to(inputs_embeds.dtype)
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+
+        self_attn_cache = past_key_values.self_attention_cache if past_key_values is not None else None
+        causal_mask = create_causal_mask(
+            config=self.config,
+            inputs_embeds=hidden_states,
+            attention_mask=attention_mask,
+            past_key_values=self_attn_cache,
+        )
+        encoder_attention_mask = create_bidirectional_mask(
+            config=self.config,
+            inputs_embeds=hidden_states,
+            attention_mask=encoder_attention_mask,
+            encoder_hidden_states=encoder_hidden_states,
+        )
+        for layer in self.layers:
+            hidden_states = layer(
+                hidden_states,
+                causal_mask,
+                encoder_hidden_states,  # positional, for gradient checkpointing
+                encoder_attention_mask=encoder_attention_mask,
+                past_key_values=past_key_values,
+                **kwargs,
+            )
+        if self.layer_norm is not None:
+            hidden_states = self.layer_norm(hidden_states)
+        return BaseModelOutputWithPastAndCrossAttentions(
+            last_hidden_state=hidden_states, past_key_values=past_key_values
+        )
+
+
+class VanillaTransformerModel(VanillaPreTrainedModel):
+    """The bare encoder-decoder, returning the decoder's last hidden states."""
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        # One matrix for both embeddings (and, in the head, the pre-softmax projection): section 3.4.
+        self.shared = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
+        self._tied_weights_keys = {
+            "encoder.embed_tokens.weight": "shared.weight",
+            "decoder.embed_tokens.weight": "shared.weight",
+        }
+        self.encoder = VanillaEncoder(config)
+        self.decoder = VanillaDecoder(config)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.shared
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.shared = value
+        self.encoder.embed_tokens = value
+        self.decoder.embed_tokens = value
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: tuple[torch.Tensor] | BaseModelOutput | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        **kwargs,
+    ) -> Seq2SeqModelOutput:
+        if encoder_outputs is None:
+            encoder_outputs = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs
+            )
+        elif not isinstance(encoder_outputs, BaseModelOutput):
+            encoder_outputs = BaseModelOutput(
+                last_hidden_state=encoder_outputs[0],
+                hidden_states=encoder_outputs[1] if len(encoder_outputs) > 1 else None,
+                attentions=encoder_outputs[2] if len(encoder_outputs) > 2 else None,
+            )
+        decoder_outputs = self.decoder(
+            input_ids=decoder_input_ids,
+            attention_mask=decoder_attention_mask,
+            encoder_hidden_states=encoder_outputs.last_hidden_state,
+            encoder_attention_mask=attention_mask,
+            past_key_values=past_key_values,
+            inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
+            **kwargs,
+        )
+        return Seq2SeqModelOutput(
+            last_hidden_state=decoder_outputs.last_hidden_state,
+            past_key_values=decoder_outputs.past_key_values,
+            decoder_hidden_states=decoder_outputs.hidden_states,
+            decoder_attentions=decoder_outputs.attentions,
+            cross_attentions=decoder_outputs.cross_attentions,
+            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+            encoder_hidden_states=encoder_outputs.hidden_states,
+            encoder_attentions=encoder_outputs.attentions,
+        )
+
+
+def label_smoothed_cross_entropy(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    epsilon: float,
+    pad_token_id: int,
+    num_items_in_batch: int | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Cross-entropy against the smoothed target (1 - epsilon) * one_hot + epsilon / vocab_size, averaged over the
+    non-padding label tokens of the batch, or summed and divided by `num_items_in_batch` when the Trainer counts the
+    tokens of a whole gradient-accumulation step."""
+    labels = labels.masked_fill(labels == pad_token_id, -100)
+    loss = nn.functional.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]),
+        labels.reshape(-1).to(logits.device),
+        ignore_index=-100,
+        reduction="sum",
+        label_smoothing=epsilon,
+    )
+    if num_items_in_batch is None:
+        num_items_in_batch = (labels != -100).sum()
+    if isinstance(num_items_in_batch, torch.Tensor):
+        num_items_in_batch = num_items_in_batch.to(loss.device)
+    return loss / num_items_in_batch
+
+
+class SourceLengthLimitLogitsProcessor(LogitsProcessor):
+    """Forces end-of-sequence once a hypothesis reaches its own source's limit (the paper: source length + 50), so
+    every sentence of a batch stops at its own maximum output length, whatever the longest source allows."""
+
+    def __init__(self, max_new_tokens: torch.Tensor, eos_token_id: int, prompt_length: int = 1):
+        self.max_new_tokens = max_new_tokens
+        self.eos_token_id = eos_token_id
+        self.prompt_length = prompt_length
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        limits = self.max_new_tokens.to(scores.device)
+        limits = limits.repeat_interleave(scores.shape[0] // limits.shape[0])
+        must_stop = (input_ids.shape[1] - self.prompt_length + 1) >= limits
+        if not bool(must_stop.any()):
+            return scores
+        # Keep </s>'s own score (as fairseq does), so a forced ending is ranked by its real probability; a </s> that
+        # another processor suppressed still ends the sentence, with a score of -1e9.
+        forced = torch.full_like(scores, -math.inf)
+        forced[:, self.eos_token_id] = scores[:, self.eos_token_id].clamp(min=-1e9)
+        return torch.where(must_stop[:, None], forced, scores)
+
+
+class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, GenerationMixin):
+    """The encoder-decoder with the pre-softmax projection tied to the shared embeddings, the label-smoothed loss and
+    the paper's decoding (beam search with the GNMT length penalty and a per-source maximum output length)."""
+
+    _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.model = VanillaTransformerModel(config)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self._length_penalty_style = "power"
+        self.post_init()
+        # The paper's decoding is the default; `length_penalty_style` and `max_length_offset` are read by generate().
+        for name, value in {**DECODING[config.decoding], "early_stopping": True}.items():
+            setattr(self.generation_config, name, value)
+        # A config marked as derived from the model config is reloaded without its extra attributes: it is our own.
+        self.generation_config._from_model_config = False
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_head = new_embeddings
+
+    def get_encoder(self) -> VanillaEncoder:
+        return self.model.encoder
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: tuple[torch.Tensor] | BaseModelOutput | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        logits_to_keep: int | torch.Tensor = 0,
+        **kwargs,
+    ) -> Seq2SeqLMOutput:
+        r"""
+        labels: target token ids (padding or -100 is ignored). Without `decoder_input_ids`, the decoder reads the
+            labels shifted right behind `decoder_start_token_id`. The loss is the label-smoothed cross-entropy of
+            `config.label_smoothing` (the paper: 0.1).
+        logits_to_keep: compute the pre-softmax projection only for the last `logits_to_keep` positions (0: all).
+        """
+        num_items_in_batch = kwargs.pop("num_items_in_batch", None)
+        if labels is not None:
+            use_cache = False
+            if decoder_input_ids is None and decoder_inputs_embeds is None:
+                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        outputs: Seq2SeqModelOutput = self.model(
+            input_ids,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_outputs=encoder_outputs,
+            past_key_values=past_key_values,
+            inputs_embeds=inputs_embeds,
+            decoder_inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
+            **kwargs,
+        )
+        hidden_states = outputs.last_hidden_state
+        if isinstance(logits_to_keep, int) and logits_to_keep > 0:
+            hidden_states = hidden_states[:, -logits_to_keep:, :]
+        elif isinstance(logits_to_keep, torch.Tensor):
+            hidden_states = hidden_states[:, logits_to_keep, :]
+        logits = self.lm_head(hidden_states)
+
+        loss = None
+        if labels is not None:
+            loss = label_smoothed_cross_entropy(
+                logits, labels, self.config.label_smoothing, self.config.pad_token_id, num_items_in_batch
+            )
+        return Seq2SeqLMOutput(
+            loss=loss,
+            logits=logits,
+            past_key_values=outputs.past_key_values,
+            decoder_hidden_states=outputs.decoder_hidden_states,
+            decoder_attentions=outputs.decoder_attentions,
+            cross_attentions=outputs.cross_attentions,
+            encoder_last_hidden_state=outputs.encoder_last_hidden_state,
+            encoder_hidden_states=outputs.encoder_hidden_states,
+            encoder_attentions=outputs.encoder_attentions,
+        )
+
+    @torch.no_grad()
+    def generate(self, inputs: torch.Tensor | None = None, generation_config=None, logits_processor=None, **kwargs):
+        """`GenerationMixin.generate` with the paper's two additions, read from the generation config (or passed as
+        keyword arguments):
+
+        - `length_penalty_style="gnmt"`: finished beams are ranked by log P(Y|X) / ((5 + |Y|) / 6)^alpha (Wu et al.,
+          2016), alpha = `length_penalty`; `"power"` keeps transformers' log P / |Y|^alpha.
+        - `max_length_offset=k`: each sentence stops at its own source length + k tokens (the paper: 50; parsing:
+          300). Ignored when `max_new_tokens` or `max_length` is passed explicitly.
+        """
+        config = generation_config if generation_config is not None else self.generation_config
+        style = kwargs.pop("length_penalty_style", getattr(config, "length_penalty_style", "power"))
+        offset = kwargs.pop("max_length_offset", getattr(config, "max_length_offset", None))
+        if style not in ("gnmt", "power"):
+            raise ValueError(f"length_penalty_style must be 'gnmt' or 'power', got {style!r}.")
+        explicit_length = kwargs.get("max_new_tokens") is not None or kwargs.get("max_length") is not None
+        if generation_config is not None:
+            explicit_length |= generation_config.max_new_tokens is not None
+        source_ids = inputs if inputs is not None else kwargs.get("input_ids")
+        if source_ids is not None:
+            _check_token_ids(source_ids, self.config.vocab_size, "input_ids")
+        if offset is not None and not explicit_length:
+            if source_ids is None:
+                raise ValueError("generate() needs input_ids (the source sentences) to apply max_length_offset.")
+            mask = kwargs.get("attention_mask")
+            source_lengths = mask.sum(-1) if mask is not None else (source_ids != self.config.pad_token_id).sum(-1)
+            limits = source_lengths.long() + int(offset)
+            if generation_config is not None:
+                generation_config = copy.deepcopy(generation_config)
+                generation_config.max_new_tokens = int(limits.max())
+            else:
+                kwargs["max_new_tokens"] = int(limits.max())
+            eos = config.eos_token_id
+            eos = eos[0] if isinstance(eos, list) else eos
+            logits_processor = LogitsProcessorList(logits_processor or [])
+            logits_processor.append(SourceLengthLimitLogitsProcessor(limits, eos))
+        previous_style, self._length_penalty_style = self._length_penalty_style, style
+        try:
+            return super().generate(
+                inputs, generation_config=generation_config, logits_processor=logits_processor, **kwargs
+            )
+        finally:
+            self._length_penalty_style = previous_style
+
+    @staticmethod
+    def _gnmt_length_penalty(length: int, alpha: float) -> float:
+        """lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016, eq. 14), as used by the paper's beam search."""
+        return ((5.0 + length) / 6.0) ** alpha
+
+    def _update_finished_beams(self, **kwargs):
+        # transformers divides finished scores by |Y|^length_penalty; with the GNMT style, divide by lp(Y) here and
+        # hand transformers a zero exponent (|Y|^0 = 1).
+        if self._length_penalty_style == "gnmt":
+            length = kwargs["cur_len"] + 1 - kwargs["decoder_prompt_len"]
+            kwargs["topk_log_probs"] = kwargs["topk_log_probs"] / self._gnmt_length_penalty(
+                length, kwargs["length_penalty"]
+            )
+            kwargs["length_penalty"] = 0.0
+        return super()._update_finished_beams(**kwargs)
+
+    def _check_early_stop_heuristic(self, **kwargs):
+        if self._length_penalty_style == "gnmt":
+            length = kwargs["cur_len"] - kwargs["decoder_prompt_len"]
+            if kwargs["early_stopping"] == "never" and kwargs["length_penalty"] > 0.0:
+                length = kwargs["max_length"] - kwargs["decoder_prompt_len"]
+            kwargs["running_beam_scores"] = kwargs["running_beam_scores"] / self._gnmt_length_penalty(
+                length, kwargs["length_penalty"]
+            )
+            kwargs["length_penalty"] = 0.0
+        return super()._check_early_stop_heuristic(**kwargs)
+
+
+__all__ = [
+    "VanillaPreTrainedModel",
+    "VanillaTransformerModel",
+    "VanillaTransformerForConditionalGeneration",
+    "label_smoothed_cross_entropy",
+    "sinusoidal_positions",
+]

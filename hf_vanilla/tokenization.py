@@ -1,0 +1,47 @@
+"""The shared source/target BPE vocabulary (section 5.1 of the paper), trained with `tokenizers`."""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
+# Ids 0-3, in the order the model's config expects (pad 0, decoder start 1, end of sentence 2).
+SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]
+
+
+def train_shared_bpe(
+    texts: Iterable[str], vocab_size: int, min_frequency: int = 2, show_progress: bool = True
+) -> PreTrainedTokenizerFast:
+    """Learns one byte-level BPE vocabulary from source and target text together. Byte-level pieces cover every
+    string, so `decode(encode(x)) == x` for any text; every encoded sequence ends with `</s>`."""
+    if vocab_size <= len(SPECIAL_TOKENS) + 256:
+        raise ValueError(f"vocab_size must exceed {len(SPECIAL_TOKENS) + 256} (special tokens + 256 bytes).")
+    tokenizer = Tokenizer(models.BPE(unk_token=UNK))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=show_progress,
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    eos_id = tokenizer.token_to_id(EOS)
+    tokenizer.post_processor = processors.Sequence(
+        [
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single=f"$A {EOS}", pair=f"$A {EOS} $B {EOS}", special_tokens=[(EOS, eos_id)]),
+        ]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK,
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
+    """Loads a tokenizer saved beside a checkpoint (a folder or a Hub id)."""
+    return AutoTokenizer.from_pretrained(str(path))

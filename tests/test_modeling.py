@@ -1,0 +1,446 @@
+"""The model against the paper's equations and independent computations."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from safetensors import safe_open
+from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
+
+import hf_vanilla
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
+from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
+
+from conftest import tiny_model
+
+
+def batch(seed: int = 1, lengths=(7, 4, 6), vocab: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
+    """A right-padded batch of random source sentences, each ending with </s> (id 2)."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+    for row, length in enumerate(lengths):
+        ids[row, : length - 1] = torch.randint(4, vocab, (length - 1,), generator=generator)
+        ids[row, length - 1] = 2
+    return ids, (ids != 0).long()
+
+
+# --- configuration -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(d_model=100, num_attention_heads=8), "divisible"),
+        (dict(encoder_layers=0), "at least 1"),
+        (dict(decoder_layers=0), "at least 1"),
+        (dict(dropout=-0.1), "dropout"),
+        (dict(label_smoothing=1.5), "label_smoothing"),
+        (dict(norm_style="sandwich"), "norm_style"),
+        (dict(position_embedding_type="rotary"), "position_embedding_type"),
+    ],
+)
+def test_config_rejects_values_that_cannot_work(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        VanillaTransformerConfig(**overrides)
+
+
+def test_unknown_preset_is_a_clear_error():
+    with pytest.raises(ValueError, match="Unknown preset 'huge'"):
+        VanillaTransformerConfig.from_preset("huge")
+
+
+@pytest.mark.parametrize("preset, low, high", [("base", 63e6, 66e6), ("big", 208e6, 216e6)])
+def test_preset_sizes_match_the_paper(preset, low, high):
+    config = VanillaTransformerConfig.from_preset(preset, vocab_size=37000)
+    with torch.device("meta"):
+        model = VanillaTransformerForConditionalGeneration(config)
+    count = sum(p.numel() for p in model.parameters())  # tied matrices are counted once
+    assert low <= count <= high
+
+
+def test_parsing_preset_is_the_section_6_3_model():
+    config = VanillaTransformerConfig.from_preset("parsing")
+    assert (config.encoder_layers, config.decoder_layers, config.d_model) == (4, 4, 1024)
+    with torch.device("meta"):
+        model = VanillaTransformerForConditionalGeneration(config)
+    decoding = model.generation_config
+    assert (decoding.num_beams, decoding.length_penalty, decoding.max_length_offset) == (21, 0.3, 300)
+
+
+def test_base_preset_decoding_is_the_papers():
+    with torch.device("meta"):
+        model = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_preset("base"))
+    decoding = model.generation_config
+    assert decoding.num_beams == 4 and decoding.length_penalty == 0.6 and decoding.early_stopping is True
+    assert decoding.length_penalty_style == "gnmt" and decoding.max_length_offset == 50
+
+
+def test_auto_classes_resolve_the_model(tmp_path):
+    config = AutoConfig.for_model("vanilla_transformer", **hf_vanilla.PRESETS["tiny"])
+    assert isinstance(config, VanillaTransformerConfig)
+    assert isinstance(AutoModel.from_config(config), VanillaTransformerModel)
+    model = AutoModelForSeq2SeqLM.from_config(config)
+    model.save_pretrained(tmp_path)
+    assert isinstance(AutoModelForSeq2SeqLM.from_pretrained(tmp_path), VanillaTransformerForConditionalGeneration)
+
+
+# --- embeddings and positions ----------------------------------------------------------------------------------------
+
+
+def test_sinusoidal_positions_follow_the_formula_at_any_length():
+    d_model, start, length = 16, 3000, 40
+    expected = np.zeros((length, d_model))
+    for row, pos in enumerate(range(start, start + length)):
+        for i in range(d_model // 2):
+            expected[row, 2 * i] = math.sin(pos / 10000 ** (2 * i / d_model))
+            expected[row, 2 * i + 1] = math.cos(pos / 10000 ** (2 * i / d_model))
+    actual = sinusoidal_positions(start, length, d_model, torch.device("cpu")).double().numpy()
+    np.testing.assert_allclose(actual, expected, atol=2e-4)  # float32 angles of ~3000 radians
+
+
+def test_encoder_input_is_scaled_embedding_plus_position():
+    model = tiny_model()
+    ids, mask = batch()
+    out = model.model.encoder(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    expected = model.model.shared.weight[ids] * math.sqrt(64) + sinusoidal_positions(0, ids.shape[1], 64, ids.device)
+    torch.testing.assert_close(out.hidden_states[0], expected)
+
+
+def test_sinusoidal_model_runs_past_any_table_but_learned_positions_raise():
+    ids = torch.randint(4, 1000, (1, 40))
+    tiny_model(max_position_embeddings=16)(input_ids=ids, decoder_input_ids=ids)  # sinusoidal: no cap
+    with pytest.raises(ValueError, match="Learned position embeddings cover 16 positions"):
+        tiny_model(position_embedding_type="learned", max_position_embeddings=16)(input_ids=ids, decoder_input_ids=ids)
+
+
+# --- the post-norm layers against a hand-written computation -------------------------------------------------------
+
+
+def reference_attention(attn, query_input, key_input, mask_add):
+    """Multi-head attention written out from the paper with the module's weights (no shared code)."""
+    d, h = attn.d_model, attn.config.num_attention_heads
+    if attn.is_cross_attention:
+        q = query_input @ attn.q_proj.weight.T + attn.q_proj.bias
+        kv = key_input @ attn.kv_proj.weight.T + attn.kv_proj.bias
+        k, v = kv[..., :d], kv[..., d:]
+    else:
+        qkv = query_input @ attn.qkv_proj.weight.T + attn.qkv_proj.bias
+        q, k, v = qkv[..., :d], qkv[..., d : 2 * d], qkv[..., 2 * d :]
+    heads = []
+    for head in range(h):
+        part = slice(head * d // h, (head + 1) * d // h)
+        scores = q[..., part] @ k[..., part].transpose(-1, -2) / math.sqrt(d // h) + mask_add
+        heads.append(torch.softmax(scores, -1) @ v[..., part])
+    return torch.cat(heads, -1) @ attn.out_proj.weight.T + attn.out_proj.bias
+
+
+def reference_ffn(ffn, x):
+    return torch.relu(x @ ffn.fc1.weight.T + ffn.fc1.bias) @ ffn.fc2.weight.T + ffn.fc2.bias
+
+
+def layer_norm(norm, x):
+    mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+    return (x - mean) / torch.sqrt(var + norm.eps) * norm.weight + norm.bias
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+def test_encoder_layer_is_post_norm(attn_implementation):
+    model = tiny_model(attn_implementation=attn_implementation)
+    layer = model.model.encoder.layers[0]
+    x = torch.randn(2, 5, 64)
+    pad = torch.zeros(2, 1, 5)
+    pad[1, 0, 3:] = -1e9
+    h = layer_norm(layer.self_attn_layer_norm, x + reference_attention(layer.self_attn, x, x, pad))
+    expected = layer_norm(layer.final_layer_norm, h + reference_ffn(layer.feed_forward, h))
+    mask = torch.ones(2, 5, dtype=torch.long)
+    mask[1, 3:] = 0
+    from transformers.masking_utils import create_bidirectional_mask
+
+    actual = layer(x, create_bidirectional_mask(config=model.config, inputs_embeds=x, attention_mask=mask))
+    torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_decoder_layer_is_post_norm_and_causal():
+    model = tiny_model()
+    layer = model.model.decoder.layers[1]
+    y, memory = torch.randn(1, 4, 64), torch.randn(1, 6, 64)
+    causal = torch.triu(torch.full((4, 4), -1e9), diagonal=1)
+    h = layer_norm(layer.self_attn_layer_norm, y + reference_attention(layer.self_attn, y, y, causal))
+    h = layer_norm(layer.encoder_attn_layer_norm, h + reference_attention(layer.encoder_attn, h, memory, 0.0))
+    expected = layer_norm(layer.final_layer_norm, h + reference_ffn(layer.feed_forward, h))
+    from transformers.masking_utils import create_causal_mask
+
+    mask = create_causal_mask(config=model.config, inputs_embeds=y, attention_mask=None, past_key_values=None)
+    torch.testing.assert_close(layer(y, mask, memory), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_pre_norm_option_normalises_sublayer_inputs_and_each_stack_output():
+    model = tiny_model(norm_style="pre")
+    layer = model.model.encoder.layers[0]
+    x = torch.randn(1, 5, 64)
+    h = x + reference_attention(layer.self_attn, layer_norm(layer.self_attn_layer_norm, x), layer_norm(layer.self_attn_layer_norm, x), 0.0)
+    expected = h + reference_ffn(layer.feed_forward, layer_norm(layer.final_layer_norm, h))
+    torch.testing.assert_close(layer(x, None), expected, atol=1e-5, rtol=1e-5)
+    assert model.model.encoder.layer_norm is not None and model.model.decoder.layer_norm is not None
+    assert tiny_model().model.encoder.layer_norm is None
+
+
+# --- attention ------------------------------------------------------------------------------------------------------
+
+
+def test_eager_and_sdpa_agree():
+    ids, mask = batch()
+    target, _ = batch(seed=2, lengths=(5, 3, 5))
+    eager = tiny_model(attn_implementation="eager")
+    sdpa = tiny_model(attn_implementation="sdpa")
+    a = eager(input_ids=ids, attention_mask=mask, decoder_input_ids=target).logits
+    b = sdpa(input_ids=ids, attention_mask=mask, decoder_input_ids=target).logits
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_decoder_self_attention_is_causal_and_encoder_attention_is_not():
+    model = tiny_model()
+    ids, mask = batch(lengths=(7,))
+    target = torch.randint(4, 1000, (1, 6))
+    changed = target.clone()
+    changed[0, 4] = (changed[0, 4] + 1) % 996 + 4
+    a = model(input_ids=ids, decoder_input_ids=target).logits
+    b = model(input_ids=ids, decoder_input_ids=changed).logits
+    torch.testing.assert_close(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+    source_changed = ids.clone()
+    source_changed[0, 5] = (source_changed[0, 5] + 1) % 996 + 4
+    enc_a = model.model.encoder(input_ids=ids).last_hidden_state
+    enc_b = model.model.encoder(input_ids=source_changed).last_hidden_state
+    assert not torch.allclose(enc_a[:, 0], enc_b[:, 0])  # the first position sees the last one
+
+
+def test_output_attentions_and_hidden_states():
+    model = tiny_model(attn_implementation="eager")
+    ids, mask = batch()
+    out = model(input_ids=ids, attention_mask=mask, decoder_input_ids=ids[:, :5], output_attentions=True, output_hidden_states=True)
+    assert len(out.encoder_attentions) == 2 and out.encoder_attentions[0].shape == (3, 4, 7, 7)
+    assert len(out.decoder_attentions) == 2 and out.decoder_attentions[0].shape == (3, 4, 5, 5)
+    assert out.cross_attentions[0].shape == (3, 4, 5, 7)
+    assert len(out.encoder_hidden_states) == 3 and len(out.decoder_hidden_states) == 3
+    # padded source positions get no attention
+    assert float(out.cross_attentions[0][1, :, :, 4:].detach().abs().max()) == 0.0
+    torch.testing.assert_close(out.encoder_attentions[0].sum(-1), torch.ones(3, 4, 7))
+
+
+# --- tied weights ---------------------------------------------------------------------------------------------------
+
+
+def test_one_matrix_is_shared_and_stays_shared_after_reload(tmp_path):
+    model = tiny_model()
+    shared = model.model.shared.weight
+    for weight in (model.model.encoder.embed_tokens.weight, model.model.decoder.embed_tokens.weight, model.lm_head.weight):
+        assert weight.data_ptr() == shared.data_ptr()
+    model.save_pretrained(tmp_path)
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        stored = [k for k in f.keys() if k.endswith(("shared.weight", "embed_tokens.weight", "lm_head.weight"))]
+    assert len(stored) == 1
+    reloaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path)
+    assert reloaded.generation_config.max_length_offset == 50
+    assert reloaded.generation_config.length_penalty_style == "gnmt"
+    assert reloaded.lm_head.weight.data_ptr() == reloaded.model.decoder.embed_tokens.weight.data_ptr()
+    assert reloaded.model.encoder.embed_tokens.weight.data_ptr() == reloaded.model.shared.weight.data_ptr()
+    for name, tensor in list(reloaded.named_parameters()) + list(reloaded.named_buffers()):
+        assert torch.isfinite(tensor).all(), name
+    ids, mask = batch()
+    torch.testing.assert_close(
+        model(input_ids=ids, attention_mask=mask, decoder_input_ids=ids).logits,
+        reloaded.eval()(input_ids=ids, attention_mask=mask, decoder_input_ids=ids).logits,
+    )
+
+
+def test_untied_option_gives_three_matrices(tmp_path):
+    model = tiny_model(tie_word_embeddings=False)
+    pointers = {
+        model.model.encoder.embed_tokens.weight.data_ptr(),
+        model.model.decoder.embed_tokens.weight.data_ptr(),
+        model.lm_head.weight.data_ptr(),
+    }
+    assert len(pointers) == 3
+    model.save_pretrained(tmp_path)
+    reloaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path)
+    torch.testing.assert_close(reloaded.lm_head.weight, model.lm_head.weight)
+    assert reloaded.lm_head.weight.data_ptr() != reloaded.model.decoder.embed_tokens.weight.data_ptr()
+
+
+def test_initialisation_is_the_documented_one():
+    model = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_preset("base", vocab_size=4000))
+    embedding = model.model.shared.weight.detach()
+    assert float(embedding[0].abs().max()) == 0.0  # padding row
+    assert abs(float(embedding[1:].std()) - 512**-0.5) < 0.002
+    qkv = model.model.encoder.layers[0].self_attn.qkv_proj.weight
+    bound = math.sqrt(6 / (512 + 512))  # Glorot for each 512 x 512 block
+    assert float(qkv.abs().max()) <= bound and float(qkv.abs().max()) > 0.95 * bound
+    fc1 = model.model.encoder.layers[0].feed_forward.fc1.weight
+    assert float(fc1.abs().max()) <= math.sqrt(6 / (512 + 2048))
+
+
+# --- loss -----------------------------------------------------------------------------------------------------------
+
+
+def test_loss_is_label_smoothed_cross_entropy_over_non_padding_tokens():
+    model = tiny_model()
+    ids, mask = batch()
+    labels, _ = batch(seed=3, lengths=(5, 2, 4))
+    out = model(input_ids=ids, attention_mask=mask, labels=labels)
+    log_probs = torch.log_softmax(out.logits.double(), -1)
+    epsilon, vocab = 0.1, 1000
+    total, count = 0.0, 0
+    for b in range(labels.shape[0]):
+        for t in range(labels.shape[1]):
+            if labels[b, t] == 0:
+                continue
+            target = torch.full((vocab,), epsilon / vocab, dtype=torch.double)
+            target[labels[b, t]] += 1 - epsilon
+            total += float(-(target * log_probs[b, t]).sum())
+            count += 1
+    assert count == 11
+    assert abs(float(out.loss) - total / count) < 1e-5
+    # the decoder read the labels shifted right behind the start token
+    manual = model(input_ids=ids, attention_mask=mask, decoder_input_ids=torch.cat([torch.ones(3, 1, dtype=torch.long), labels[:, :-1]], 1))
+    torch.testing.assert_close(manual.logits, out.logits)
+
+
+def test_loss_with_num_items_in_batch_is_the_sum_over_the_accumulated_count():
+    logits = torch.randn(2, 3, 10)
+    labels = torch.tensor([[4, 5, -100], [6, 0, 0]])
+    summed = label_smoothed_cross_entropy(logits, labels, 0.1, pad_token_id=0, num_items_in_batch=1)
+    mean = label_smoothed_cross_entropy(logits, labels, 0.1, pad_token_id=0)
+    torch.testing.assert_close(summed / 3, mean)
+    torch.testing.assert_close(label_smoothed_cross_entropy(logits, labels, 0.1, 0, torch.tensor(6)), summed / 6)
+
+
+# --- decoding -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_cache_changes_nothing(num_beams):
+    model = tiny_model()
+    ids, mask = batch()
+    with_cache = model.generate(ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=12, use_cache=True)
+    without = model.generate(ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=12, use_cache=False)
+    assert torch.equal(with_cache, without)
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(num_beams):
+    model = tiny_model()
+    ids, mask = batch()
+    together = model.generate(ids, attention_mask=mask, num_beams=num_beams)
+    for row in range(ids.shape[0]):
+        length = int(mask[row].sum())
+        alone = model.generate(ids[row : row + 1, :length], num_beams=num_beams)
+        produced = together[row][together[row] != 0]
+        assert torch.equal(alone[0][alone[0] != 0], produced[: alone.shape[1]]), row
+
+
+def test_each_sentence_stops_at_its_source_length_plus_offset():
+    model = tiny_model()
+    ids, mask = batch(lengths=(7, 4, 6))
+    for offset, num_beams in ((50, 4), (9, 1)):
+        out = model.generate(ids, attention_mask=mask, num_beams=num_beams, max_length_offset=offset, suppress_tokens=[2])
+        for row, source_length in enumerate((7, 4, 6)):
+            tokens = out[row, 1:].tolist()
+            assert 2 in tokens, "the limit ends the hypothesis with </s>"
+            assert tokens.index(2) + 1 == source_length + offset, row
+
+
+def reference_sequence_log_prob(model, ids, mask, sequence):
+    """Sum of log P(y_t | y_<t, x) over the generated tokens (after the start token, up to and including </s>)."""
+    sequence = sequence[: (sequence == 2).nonzero()[0, 0] + 1] if (sequence == 2).any() else sequence
+    logits = model(input_ids=ids, attention_mask=mask, decoder_input_ids=sequence[None, :-1]).logits[0]
+    log_probs = torch.log_softmax(logits.double(), -1)
+    targets = sequence[1:]
+    return float(log_probs[torch.arange(len(targets)), targets].sum()), len(targets)
+
+
+@pytest.mark.parametrize("style", ["gnmt", "power"])
+def test_beam_scores_use_the_chosen_length_penalty(style):
+    model = tiny_model()
+    ids, mask = batch(lengths=(6,))
+    out = model.generate(
+        ids, attention_mask=mask, num_beams=4, length_penalty=0.6, length_penalty_style=style,
+        max_length_offset=3, output_scores=True, return_dict_in_generate=True,
+    )
+    log_prob, length = reference_sequence_log_prob(model, ids, mask, out.sequences[0])
+    penalty = ((5 + length) / 6) ** 0.6 if style == "gnmt" else length**0.6
+    assert abs(float(out.sequences_scores[0]) - log_prob / penalty) < 1e-4
+
+
+def test_gnmt_penalty_prefers_a_different_hypothesis_than_no_penalty():
+    # A tiny search problem where the two rankings disagree, solved by hand: a short hypothesis with log P -2.0
+    # (|Y|=2) against a long one with log P -2.3 (|Y|=8). GNMT alpha=1: -2.0/(7/6)=-1.714 vs -2.3/(13/6)=-1.062.
+    gnmt = VanillaTransformerForConditionalGeneration._gnmt_length_penalty
+    assert -2.3 / gnmt(8, 1.0) > -2.0 / gnmt(2, 1.0)
+    assert -2.3 / gnmt(8, 0.0) < -2.0 / gnmt(2, 0.0)
+    assert gnmt(1, 0.6) == 1.0
+
+
+def test_greedy_beam_and_sampling_all_work_through_generate():
+    model = tiny_model()
+    ids, mask = batch()
+    greedy = model.generate(ids, attention_mask=mask, num_beams=1, max_new_tokens=5)
+    beam = model.generate(ids, attention_mask=mask, max_new_tokens=5, num_return_sequences=2)
+    torch.manual_seed(0)
+    sampled = model.generate(ids, attention_mask=mask, do_sample=True, num_beams=1, top_k=20, max_new_tokens=5)
+    assert greedy.shape == (3, 6) and beam.shape == (6, 6) and sampled.shape == (3, 6)
+    # greedy picks the arg-max at every step
+    logits = model(input_ids=ids, attention_mask=mask, decoder_input_ids=greedy[:, :-1]).logits
+    assert torch.equal(logits.argmax(-1)[greedy[:, 1:] != 0], greedy[:, 1:][greedy[:, 1:] != 0])
+
+
+def test_unknown_length_penalty_style_is_rejected():
+    with pytest.raises(ValueError, match="length_penalty_style"):
+        tiny_model().generate(batch()[0], length_penalty_style="linear")
+
+
+# --- bad input ------------------------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_are_clear_value_errors():
+    model = tiny_model()
+    ids, mask = batch()
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model(input_ids=ids + 1000, decoder_input_ids=ids)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model(input_ids=ids, decoder_input_ids=ids - 5)
+    with pytest.raises(ValueError, match="attention_mask has shape"):
+        model(input_ids=ids, attention_mask=mask[:, :3], decoder_input_ids=ids)
+    with pytest.raises(ValueError, match="empty"):
+        model(input_ids=ids[:, :0], decoder_input_ids=ids)
+    with pytest.raises(ValueError, match="empty"):
+        model.generate(torch.zeros(0, 5, dtype=torch.long))
+
+
+# --- training features ----------------------------------------------------------------------------------------------
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    ids, mask = batch()
+    grads = []
+    for checkpointing in (False, True):
+        model = tiny_model(dropout=0.0).train()
+        if checkpointing:
+            model.activation_checkpointing_enable()
+            assert model.model.encoder.gradient_checkpointing
+        model(input_ids=ids, attention_mask=mask, labels=ids).loss.backward()
+        grads.append(model.model.encoder.layers[0].self_attn.qkv_proj.weight.grad.clone())
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_dropout_is_active_in_training_only():
+    model = tiny_model()
+    ids, mask = batch()
+    a = model(input_ids=ids, attention_mask=mask, labels=ids).loss
+    b = model(input_ids=ids, attention_mask=mask, labels=ids).loss
+    assert float(a) == float(b)
+    model.train()
+    assert float(model(input_ids=ids, attention_mask=mask, labels=ids).loss) != float(
+        model(input_ids=ids, attention_mask=mask, labels=ids).loss
+    )
