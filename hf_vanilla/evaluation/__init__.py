@@ -1,0 +1,1 @@
+"""BLEU and EVALB scoring."""

@@ -1,0 +1,260 @@
+"""Constituency parsing as translation (section 6.3): Penn Treebank trees, their linearization (Vinyals et al., 2015),
+the repair of whatever a model outputs back into a tree, and EVALB's bracket scoring."""
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PLACEHOLDER = "XX"
+# COLLINS.prm: labels deleted before scoring, punctuation tags whose words are not counted, labels counted as equal.
+EVALB_DELETED_LABELS = {"TOP", "-NONE-", ""}
+EVALB_PUNCTUATION_TAGS = {",", ":", "``", "''", "."}
+EVALB_EQUAL_LABELS = {"PRT": "ADVP"}
+KEPT_HYPHEN_LABELS = {"-LRB-", "-RRB-", "-NONE-"}
+
+
+class TreebankError(ValueError):
+    """Malformed treebank input, naming the file and line."""
+
+
+@dataclass
+class Tree:
+    label: str
+    children: list = field(default_factory=list)  # Trees, or one word (str) for a preterminal
+
+    @property
+    def is_preterminal(self) -> bool:
+        return len(self.children) == 1 and isinstance(self.children[0], str)
+
+    def words(self) -> list[str]:
+        return [self.children[0]] if self.is_preterminal else [w for c in self.children for w in c.words()]
+
+    def tags(self) -> list[str]:
+        return [self.label] if self.is_preterminal else [t for c in self.children for t in c.tags()]
+
+    def __str__(self) -> str:
+        inner = self.children[0] if self.is_preterminal else " ".join(str(c) for c in self.children)
+        return f"({self.label} {inner})"
+
+
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+
+
+def _parse_all(text: str, source: str = "<string>") -> list[Tree]:
+    """Every bracketed tree in `text`. Raises TreebankError naming `source` and the line of the problem."""
+    trees: list[Tree] = []
+    stack: list[tuple[Tree, int]] = []
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def line_of(offset: int) -> int:
+        low, high = 0, len(line_starts) - 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            if line_starts[middle] <= offset:
+                low = middle
+            else:
+                high = middle - 1
+        return low + 1
+
+    matches = list(_TOKEN.finditer(text))
+    index = 0
+    while index < len(matches):
+        match = matches[index]
+        token = match.group()
+        if token == "(":
+            label = ""
+            if index + 1 < len(matches) and matches[index + 1].group() not in "()":
+                label = matches[index + 1].group()
+                index += 1
+            stack.append((Tree(label), match.start()))
+        elif token == ")":
+            if not stack:
+                raise TreebankError(f"{source}, line {line_of(match.start())}: unbalanced ')' closes no bracket")
+            node, start = stack.pop()
+            words = [c for c in node.children if isinstance(c, str)]
+            if words and len(node.children) > 1:
+                raise TreebankError(
+                    f"{source}, line {line_of(start)}: leaf {words[0]!r} outside a preterminal in ({node.label} ...)"
+                )
+            if not node.children:
+                raise TreebankError(f"{source}, line {line_of(start)}: empty bracket ({node.label})")
+            if stack:
+                stack[-1][0].children.append(node)
+            else:
+                trees.append(node)
+        else:
+            if not stack:
+                raise TreebankError(f"{source}, line {line_of(match.start())}: leaf {token!r} outside any bracket")
+            stack[-1][0].children.append(token)
+        index += 1
+    if stack:
+        raise TreebankError(f"{source}, line {line_of(stack[0][1])}: unbalanced '(' is never closed")
+    return trees
+
+
+def parse_tree(text: str) -> Tree:
+    """One tree from its bracketed string."""
+    trees = _parse_all(text)
+    if len(trees) != 1:
+        raise TreebankError(f"expected one tree, found {len(trees)}")
+    return trees[0]
+
+
+def read_treebank(path: str | Path) -> list[str]:
+    """Every tree of a `.mrg` file, or of all `.mrg` files under a folder (LDC's `parsed/mrg/wsj/SS/wsj_SSNN.mrg` or
+    NLTK's `combined/wsj_NNNN.mrg`), in file order, each as a one-line bracketed string."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No treebank at {path}")
+    files = sorted(path.rglob("*.mrg")) if path.is_dir() else [path]
+    if not files:
+        raise FileNotFoundError(f"No .mrg files under {path}")
+    return [str(tree) for file in files for tree in _parse_all(file.read_text(encoding="utf-8", errors="replace"), str(file))]
+
+
+def _strip_label(label: str) -> str:
+    """NP-SBJ-1 -> NP, PP-LOC=2 -> PP; -LRB-, -RRB-, -NONE- stay."""
+    if label in KEPT_HYPHEN_LABELS or not label:
+        return label
+    return re.split(r"[-=]", label)[0] or label
+
+
+def _clean(node: Tree) -> Tree | None:
+    if node.is_preterminal:
+        return None if node.label == "-NONE-" else Tree(node.label, list(node.children))
+    children = [c for c in (_clean(child) for child in node.children) if c is not None]
+    return Tree(_strip_label(node.label), children) if children else None
+
+
+def preprocess(tree: str) -> str:
+    """The standard clean-up: drop -NONE- elements and the constituents they leave empty, strip function tags and
+    indices, drop an empty or TOP root. POS tags stay."""
+    cleaned = _clean(parse_tree(tree))
+    if cleaned is None:
+        raise TreebankError(f"tree has no words once empty elements are removed: {tree[:80]}")
+    while cleaned.label in ("", "TOP") and len(cleaned.children) == 1 and not cleaned.is_preterminal:
+        cleaned = cleaned.children[0]
+    return str(cleaned)
+
+
+def tree_words(tree: str) -> list[str]:
+    return parse_tree(tree).words()
+
+
+def tree_tags(tree: str) -> list[str]:
+    return parse_tree(tree).tags()
+
+
+def linearize(tree: str, with_pos: bool = False) -> str:
+    """Vinyals et al. (2015): `(S (NP XX XX )NP (VP XX (NP XX XX )NP )VP XX )S`. Each word becomes `XX`, or its POS
+    tag with `with_pos=True`."""
+
+    def walk(node: Tree) -> list[str]:
+        if node.is_preterminal:
+            return [node.label if with_pos else PLACEHOLDER]
+        return [f"({node.label}"] + [t for c in node.children for t in walk(c)] + [f"){node.label}"]
+
+    return " ".join(walk(parse_tree(tree)))
+
+
+def delinearize(linearized: str, words: list[str], tags: list[str] | None = None) -> str:
+    """A well-formed tree whose leaves are exactly `words`, from any model output: unmatched closing brackets are
+    dropped, a mislabelled one closes the innermost open bracket, extra placeholders are ignored, missing ones are
+    added at the end, constituents left without words are removed, and several top-level pieces are joined under a
+    TOP root (which EVALB ignores). Preterminals take `tags`, else the placeholder token itself when it is not XX."""
+    if not words:
+        raise ValueError("delinearize needs at least one word.")
+    if tags is not None and len(tags) != len(words):
+        raise ValueError(f"{len(tags)} tags for {len(words)} words.")
+    root = Tree("TOP")
+    stack = [root]
+    position = 0
+
+    def leaf(token: str) -> Tree:
+        tag = tags[position] if tags is not None else (PLACEHOLDER if token == PLACEHOLDER else token)
+        return Tree(tag, [words[position]])
+
+    for token in linearized.split():
+        if token.startswith("(") and len(token) > 1:
+            node = Tree(token[1:])
+            stack[-1].children.append(node)
+            stack.append(node)
+        elif token.startswith(")"):
+            if len(stack) > 1:
+                stack.pop()
+        elif token != "(" and position < len(words):
+            stack[-1].children.append(leaf(token))
+            position += 1
+    while position < len(words):
+        stack[-1].children.append(leaf(PLACEHOLDER))
+        position += 1
+
+    def prune(node: Tree) -> Tree | None:
+        if node.is_preterminal:
+            return node
+        children = [c for c in (prune(child) for child in node.children) if c is not None]
+        return Tree(node.label, children) if children else None
+
+    pruned = prune(root)
+    if len(pruned.children) == 1 and not pruned.children[0].is_preterminal:
+        return str(pruned.children[0])
+    return str(pruned)
+
+
+def needed_repair(linearized: str, words: list[str], with_pos: bool = False) -> bool:
+    """Whether `delinearize` had to change the model's output (unbalanced or mislabelled brackets, a wrong number of
+    placeholders, empty constituents, several top-level pieces)."""
+    return linearize(delinearize(linearized, words), with_pos) != " ".join(linearized.split())
+
+
+def _brackets(tree: Tree) -> tuple[list[str], Counter]:
+    """EVALB's view of a tree: the words it counts (punctuation removed) and the multiset of labelled spans
+    (label, start, end) over those words, without preterminals and deleted labels."""
+    counted: list[str] = []
+    brackets: Counter = Counter()
+
+    def walk(node: Tree) -> None:
+        if node.is_preterminal:
+            if node.label not in EVALB_PUNCTUATION_TAGS and node.label != "-NONE-":
+                counted.append(node.children[0])
+            return
+        start = len(counted)
+        for child in node.children:
+            walk(child)
+        label = _strip_label(node.label)
+        label = EVALB_EQUAL_LABELS.get(label, label)
+        if label not in EVALB_DELETED_LABELS and len(counted) > start:
+            brackets[(label, start, len(counted))] += 1
+
+    walk(tree)
+    return counted, brackets
+
+
+def evalb(gold: list[str], pred: list[str]) -> dict:
+    """Labelled bracket precision, recall and F1 (0-100) and exact match over a corpus, as EVALB computes them with
+    COLLINS.prm. Raises ValueError naming the first sentence whose words differ between gold and prediction."""
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold trees but {len(pred)} predicted trees.")
+    matched = gold_total = pred_total = exact = 0
+    for index, (gold_tree, pred_tree) in enumerate(zip(gold, pred)):
+        gold_parsed, pred_parsed = parse_tree(gold_tree), parse_tree(pred_tree)
+        if gold_parsed.words() != pred_parsed.words():
+            raise ValueError(f"sentence {index}: the predicted tree's words differ from the gold tree's.")
+        _, gold_brackets = _brackets(gold_parsed)
+        _, pred_brackets = _brackets(pred_parsed)
+        common = sum((gold_brackets & pred_brackets).values())
+        matched += common
+        gold_total += sum(gold_brackets.values())
+        pred_total += sum(pred_brackets.values())
+        exact += gold_brackets == pred_brackets
+    precision = 100.0 * matched / pred_total if pred_total else 0.0
+    recall = 100.0 * matched / gold_total if gold_total else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": round(precision, 2),
+        "recall": round(recall, 2),
+        "f1": round(f1, 2),
+        "exact_match": round(100.0 * exact / len(gold), 2) if gold else 0.0,
+        "sentences": len(gold),
+    }

@@ -1,0 +1,1 @@
+"""The paper's optimisation, the shared Accelerate training loop, checkpoints and presets."""

@@ -1,0 +1,20 @@
+"""The paper's optimiser and learning-rate schedule (section 5.3)."""
+
+import torch
+from torch.optim.lr_scheduler import LambdaLR
+
+
+def inverse_sqrt_lr(step: int, d_model: int, warmup_steps: int, scale: float = 1.0) -> float:
+    """lrate = scale * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), for steps counted from 1."""
+    step = max(step, 1)
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def paper_optimizer(parameters, betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9) -> torch.optim.Adam:
+    """Adam(beta1 0.9, beta2 0.98, epsilon 1e-9) with base lr 1, scaled by `paper_scheduler`."""
+    return torch.optim.Adam(parameters, lr=1.0, betas=betas, eps=eps)
+
+
+def paper_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int, scale: float = 1.0) -> LambdaLR:
+    """Sets the learning rate of update n (n = 1, 2, ...) to `inverse_sqrt_lr(n)`."""
+    return LambdaLR(optimizer, lambda index: inverse_sqrt_lr(index + 1, d_model, warmup_steps, scale))

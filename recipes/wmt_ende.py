@@ -1,0 +1,144 @@
+"""WMT14 English-German translation as in section 6.1 of the paper, under Accelerate.
+
+    accelerate launch recipes/wmt_ende.py --preset demo                      # offline demo, 2 CPU cores, ~15 min
+    accelerate launch recipes/wmt_ende.py --preset base --dataset wmt14      # the paper's base model
+    accelerate launch --multi_gpu --num_processes 8 recipes/wmt_ende.py --preset big --dataset wmt14
+
+Shared BPE -> token-budget batches -> the paper's Adam and schedule -> atomic checkpoints -> checkpoint averaging
+-> beam search (beam 4, alpha 0.6, max source length + 50) -> sacreBLEU and tokenized BLEU -> results.json.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from transformers import HfArgumentParser
+
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.data.corpora import load_translation_corpus
+from hf_vanilla.decoding import generate_texts
+from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
+from hf_vanilla.data.encoding import encode_pairs
+from hf_vanilla.tokenization import prepare_shared_tokenizer
+from hf_vanilla.training.finish import finish_run
+from hf_vanilla.training.loop import LoopSettings, train
+from hf_vanilla.training.presets import WMT_PRESETS
+
+
+@dataclass
+class Arguments:
+    preset: str = field(default="demo", metadata={"help": "base, big (the paper) or demo (offline, 2 CPU cores)."})
+    dataset: str | None = field(
+        default=None,
+        metadata={"help": "wmt14, bible, a folder of train/valid/test.{en,de} files, or JSONL/parquet with a "
+                  "`translation` column. Default: bible for demo, wmt14 otherwise."},
+    )
+    output_dir: str = field(default="runs/wmt_ende", metadata={"help": "Checkpoints, tokenizer, results.json."})
+    max_steps: int | None = field(default=None, metadata={"help": "Updates to run (default: the preset's)."})
+    max_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Padded source (and target) tokens per batch and process. Default: the preset's tokens per "
+                  "step divided by processes x update-freq (the paper: 25,000 per step)."},
+    )
+    update_freq: int = field(default=1, metadata={"help": "Batches accumulated per update (simulates more GPUs)."})
+    resume: bool = field(default=False, metadata={"help": "Continue from the newest complete checkpoint."})
+    push_to_hub: str | None = field(default=None, metadata={"help": "Hub repo id to publish the final model to."})
+    seed: int = field(default=1, metadata={"help": "Seed of initialisation, batching and dropout."})
+    source_lang: str = field(default="en")
+    target_lang: str = field(default="de")
+    moses_detokenize: bool = field(default=False, metadata={"help": "Undo Moses tokenization of the corpus first."})
+    max_train_minutes: float | None = field(default=None, metadata={"help": "Stop training after this long."})
+    eval_sentences: int | None = field(default=None, metadata={"help": "Test sentences to translate (default: preset)."})
+    eval_split: str = field(default="test", metadata={"help": "Held-out split to score (test or validation)."})
+    mixed_precision: str = field(default="no", metadata={"help": "no, fp16 or bf16 (Accelerate)."})
+    report_to: str | None = field(default=None, metadata={"help": "An Accelerate tracker, e.g. tensorboard."})
+    log_every: int = field(default=50)
+    save_every: int | None = field(default=None, metadata={"help": "Updates between checkpoints (default: preset)."})
+    keep_last: int | None = field(default=None, metadata={"help": "Checkpoints kept (default: those averaged)."})
+    average_last: int | None = field(default=None, metadata={"help": "Checkpoints averaged (default: preset)."})
+
+
+def main(args: Arguments) -> dict:
+    if args.preset not in WMT_PRESETS:
+        raise SystemExit(f"--preset must be one of {sorted(WMT_PRESETS)}, got {args.preset!r}")
+    preset = WMT_PRESETS[args.preset]
+    output_dir = Path(args.output_dir)
+    accelerator = Accelerator(
+        mixed_precision=args.mixed_precision, log_with=args.report_to, project_dir=str(output_dir)
+    )
+    if args.report_to:
+        accelerator.init_trackers("wmt_ende", config={k: v for k, v in vars(args).items() if v is not None})
+    set_seed(args.seed)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    dataset = args.dataset or ("bible" if args.preset == "demo" else "wmt14")
+    with accelerator.main_process_first():
+        corpus = load_translation_corpus(dataset, args.source_lang, args.target_lang, args.moses_detokenize)
+    corpus = corpus.filter(
+        lambda row: all(row["translation"][lang].strip() for lang in (args.source_lang, args.target_lang))
+        and (preset.max_source_words is None or len(row["translation"][args.source_lang].split()) <= preset.max_source_words),
+        desc="selecting pairs",
+    )
+    tokenizer = prepare_shared_tokenizer(
+        accelerator, output_dir, corpus["train"], (args.source_lang, args.target_lang), preset.vocab_size
+    )
+    examples = encode_pairs(corpus["train"], tokenizer, args.source_lang, args.target_lang)
+
+    config = VanillaTransformerConfig.from_preset(
+        preset.model_preset,
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+    )
+    model = VanillaTransformerForConditionalGeneration(config)
+    max_tokens = args.max_tokens or max(
+        preset.tokens_per_step // (accelerator.num_processes * args.update_freq),
+        max(max(map(len, examples["input_ids"])), max(map(len, examples["labels"]))),
+    )
+    settings = LoopSettings(
+        max_steps=args.max_steps or preset.max_steps,
+        max_tokens=max_tokens,
+        update_freq=args.update_freq,
+        warmup_steps=preset.warmup_steps,
+        lr_scale=preset.lr_scale,
+        save_every=args.save_every or preset.save_every,
+        keep_last=args.keep_last or max(args.average_last or preset.average_last, 1),
+        log_every=args.log_every,
+        max_train_minutes=args.max_train_minutes if args.max_train_minutes is not None else (
+            preset.max_train_minutes if args.max_steps is None else None
+        ),
+        seed=args.seed,
+    )
+    stats = train(accelerator, model, tokenizer, examples, settings, output_dir, resume=args.resume)
+
+    def evaluate(final_model) -> dict:
+        held_out = corpus[args.eval_split]
+        count = args.eval_sentences or preset.eval_sentences or len(held_out)
+        held_out = held_out.select(range(min(count, len(held_out))))
+        sources = [pair[args.source_lang] for pair in held_out["translation"]]
+        references = [pair[args.target_lang] for pair in held_out["translation"]]
+        hypotheses = generate_texts(final_model, tokenizer, sources)
+        bleu, signature = sacrebleu_score(hypotheses, references)
+        samples = [{"source": s, "reference": r, "hypothesis": h} for s, r, h in zip(sources, references, hypotheses)]
+        return {
+            "sacrebleu": bleu,
+            "sacrebleu_signature": signature,
+            "tokenized_bleu": tokenized_bleu(hypotheses, references, args.target_lang),
+            "eval_split": args.eval_split,
+            "eval_sentences": len(sources),
+            "samples": samples,
+        }
+
+    results = finish_run(
+        accelerator, output_dir, stats, preset, args, evaluate, extra={"dataset": dataset, "task": "translation"}
+    )
+    accelerator.end_training()
+    return results
+
+
+if __name__ == "__main__":
+    (arguments,) = HfArgumentParser(Arguments).parse_args_into_dataclasses()
+    main(arguments)

@@ -1,0 +1,131 @@
+"""Treebank reading, preprocessing, linearization, repair and EVALB scoring."""
+
+import pytest
+
+from hf_vanilla.parsing import (
+    TreebankError,
+    delinearize,
+    evalb,
+    linearize,
+    needed_repair,
+    parse_tree,
+    preprocess,
+    read_treebank,
+    tree_tags,
+    tree_words,
+)
+
+RAW = "( (S (NP-SBJ-1 (DT The) (NN cat)) (VP (VBD sat) (NP (-NONE- *-1)) (PP-LOC (IN on) (NP (DT the) (NN mat)))) (. .)) )"
+
+
+def test_preprocess_strips_function_tags_empty_elements_and_root():
+    assert preprocess(RAW) == "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
+    assert preprocess("(TOP (S (NP (-LRB- -LRB-) (NN x) (-RRB- -RRB-)) (VP (VB go))))") == (
+        "(S (NP (-LRB- -LRB-) (NN x) (-RRB- -RRB-)) (VP (VB go)))"
+    )
+
+
+def test_linearize_matches_vinyals_format_with_optional_pos():
+    tree = preprocess(RAW)
+    assert linearize(tree) == "(S (NP XX XX )NP (VP XX (PP XX (NP XX XX )NP )PP )VP XX )S"
+    assert linearize(tree, with_pos=True) == "(S (NP DT NN )NP (VP VBD (PP IN (NP DT NN )NP )PP )VP . )S"
+
+
+def test_round_trip_on_every_tree_of_the_shared_treebank(treebank_dir):
+    trees = read_treebank(treebank_dir)
+    assert len(trees) == 3914
+    for tree in trees:
+        clean = preprocess(tree)
+        words, tags = tree_words(clean), tree_tags(clean)
+        assert delinearize(linearize(clean), words, tags) == clean
+        assert delinearize(linearize(clean, with_pos=True), words) == clean
+        assert not needed_repair(linearize(clean), words)
+
+
+def test_reader_handles_ldc_layout_and_several_trees_per_file(tmp_path):
+    section = tmp_path / "parsed" / "mrg" / "wsj" / "02"
+    section.mkdir(parents=True)
+    (section / "wsj_0201.mrg").write_text(RAW + "\n" + "( (NP (NN dog)) )\n")
+    (section / "wsj_0200.mrg").write_text("((FRAG (NN first)))\n")
+    trees = read_treebank(tmp_path)
+    assert [tree_words(t) for t in trees] == [["first"], ["The", "cat", "sat", "*-1", "on", "the", "mat", "."], ["dog"]]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("( (S (NP (NN a)) )\n(VP (VB b)))\n)", "line 3: unbalanced ')'"),
+        ("( (S (NP (NN a))\n (VP (VB b))\n", "line 1: unbalanced '('"),
+        ("( (S (NP word (NN a)) ) )", "leaf 'word' outside a preterminal"),
+        ("stray ( (S (NN a)) )", "leaf 'stray' outside any bracket"),
+    ],
+)
+def test_malformed_files_name_the_file_and_line(tmp_path, content, message):
+    file = tmp_path / "bad.mrg"
+    file.write_text(content)
+    with pytest.raises(TreebankError) as error:
+        read_treebank(file)
+    assert "bad.mrg" in str(error.value) and message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "(S (NP XX XX )NP (VP XX XX XX XX XX XX XX XX )VP )S )S )NP",  # too many placeholders and closings
+        "(S (NP XX )VP XX",  # mislabelled and unclosed
+        "",  # nothing at all
+        ")S )S XX (",  # garbage
+        "(S (NP )NP (VP )VP )S (X XX XX XX XX XX XX XX )X",  # empty constituents, two top-level pieces
+    ],
+)
+def test_delinearize_always_returns_a_tree_over_exactly_the_words(output):
+    words = ["The", "cat", "sat", "on", "the", "mat", "."]
+    tree = delinearize(output, words)
+    assert tree_words(tree) == words
+    parse_tree(tree)  # well formed
+    assert needed_repair(output, words)
+
+
+def test_evalb_identical_trees_score_100():
+    tree = preprocess(RAW)
+    assert evalb([tree, tree], [tree, tree]) == dict(precision=100.0, recall=100.0, f1=100.0, exact_match=100.0, sentences=2)
+
+
+GOLD = "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
+
+
+def test_evalb_moved_bracket():
+    # Gold brackets: S(0,6) NP(0,2) VP(2,6) PP(3,6) NP(4,6). The prediction moves the PP into an NP over "sat on".
+    pred = "(S (NP (DT The) (NN cat)) (VP (NP (VBD sat) (IN on)) (NP (DT the) (NN mat))) (. .))"
+    # Predicted: S(0,6) NP(0,2) VP(2,6) NP(2,4) NP(4,6): 4 of 5 match on both sides.
+    assert evalb([GOLD], [pred]) == dict(precision=80.0, recall=80.0, f1=80.0, exact_match=0.0, sentences=1)
+
+
+def test_evalb_relabelled_bracket():
+    pred = GOLD.replace("(PP (IN on)", "(ADVP (IN on)")
+    assert evalb([GOLD], [pred])["f1"] == 80.0
+
+
+def test_evalb_ignores_punctuation_and_pos_tags():
+    # Attaching the final period inside the VP changes no counted span once punctuation is removed; POS tags differ.
+    pred = "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NNS mat))) (. .)))"
+    assert evalb([GOLD], [pred])["f1"] == 100.0
+
+
+def test_evalb_counts_advp_and_prt_as_equal_and_strips_function_tags():
+    gold = "(S (NP (PRP He)) (VP (VBD gave) (PRT (RP up))))"
+    pred = "(S (NP-SBJ (PRP He)) (VP (VBD gave) (ADVP (RB up))))"
+    assert evalb([gold], [pred])["f1"] == 100.0
+
+
+def test_evalb_unary_chains_and_duplicate_brackets_are_a_multiset():
+    gold = "(S (NP (NP (NN dogs))) (VP (VBP bark)))"  # NP(0,1) twice
+    once = "(S (NP (NN dogs)) (VP (VBP bark)))"  # NP(0,1) once
+    result = evalb([gold], [once])
+    assert (result["precision"], result["recall"]) == (100.0, 75.0)
+    assert evalb([once], [gold])["precision"] == 75.0
+
+
+def test_evalb_reports_a_sentence_whose_words_differ():
+    with pytest.raises(ValueError, match="sentence 1"):
+        evalb([GOLD, GOLD], [GOLD, GOLD.replace("cat", "dog")])

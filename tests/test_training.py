@@ -1,0 +1,124 @@
+"""The paper's schedule, token-budget batching, checkpoint averaging and exact resume."""
+
+import itertools
+import json
+
+import pytest
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from safetensors.torch import load_file
+
+from hf_vanilla import VanillaTransformerForConditionalGeneration
+from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
+from hf_vanilla.data.corpora import load_translation_corpus
+from hf_vanilla.data.encoding import encode_pairs
+from hf_vanilla.tokenization import train_shared_bpe
+from hf_vanilla.training.checkpoints import average_checkpoints, list_checkpoints
+from hf_vanilla.training.loop import LoopSettings, train
+from hf_vanilla.training.schedule import inverse_sqrt_lr, paper_optimizer, paper_scheduler
+
+from conftest import tiny_model
+
+
+def test_learning_rate_follows_the_paper():
+    d_model, warmup = 512, 4000
+    for step in (1, 100, 3999, 4000, 4001, 100_000):
+        expected = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+        assert inverse_sqrt_lr(step, d_model, warmup) == pytest.approx(expected)
+    assert inverse_sqrt_lr(4000, 512, 4000) == pytest.approx(512**-0.5 * 4000**-0.5)  # the peak, ~7e-4
+    optimizer = paper_optimizer([torch.nn.Parameter(torch.zeros(1))])
+    assert optimizer.defaults["betas"] == (0.9, 0.98) and optimizer.defaults["eps"] == 1e-9
+    scheduler = paper_scheduler(optimizer, d_model, warmup)
+    seen = []
+    for _ in range(3):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert seen == pytest.approx([inverse_sqrt_lr(n, d_model, warmup) for n in (1, 2, 3)])
+
+
+def test_batches_respect_the_budget_cover_every_pair_and_shard_evenly():
+    source = [(i * 7) % 23 + 1 for i in range(500)]
+    target = [(i * 5) % 29 + 1 for i in range(500)]
+    sampler = TokenBudgetBatchSampler(source, target, max_tokens=120, seed=3)
+    batches = sampler.all_batches(0)
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for batch in batches:
+        assert max(source[i] for i in batch) * len(batch) <= 120 and max(target[i] for i in batch) * len(batch) <= 120
+    assert batches == TokenBudgetBatchSampler(source, target, max_tokens=120, seed=3).all_batches(0)
+    assert batches != sampler.all_batches(1)
+    shards = [TokenBudgetBatchSampler(source, target, 120, seed=3, num_replicas=3, rank=r).batches(0) for r in range(3)]
+    assert len({len(s) for s in shards}) == 1
+    flat = [tuple(b) for s in shards for b in s]
+    assert len(flat) == len(set(flat))
+
+
+def test_budget_smaller_than_a_sentence_is_a_clear_error():
+    with pytest.raises(ValueError, match="smaller than the longest sentence"):
+        TokenBudgetBatchSampler([5, 50], [5, 5], max_tokens=20)
+
+
+def test_padding_on_the_shared_wmt_sample_is_under_5_percent(wmt_sample):
+    corpus = load_translation_corpus(str(wmt_sample), moses_detokenize=True)
+    pairs = corpus["train"]
+    tokenizer = train_shared_bpe(
+        (p[lang] for p in pairs["translation"] for lang in ("en", "de")), vocab_size=8000, show_progress=False
+    )
+    examples = encode_pairs(pairs, tokenizer, "en", "de")
+    source, target = [len(s) for s in examples["input_ids"]], [len(t) for t in examples["labels"]]
+    sampler = TokenBudgetBatchSampler(source, target, max_tokens=1024, seed=0)
+    bucketed = sampler.padding_fraction(sampler.all_batches(0))
+    average_batch = len(source) // len(sampler.all_batches(0))
+    shuffled = sampler.padding_fraction(random_batches(len(source), average_batch, seed=0))
+    assert bucketed < 0.05 < shuffled, (bucketed, shuffled)
+
+
+def test_averaging_checkpoints_gives_the_mean_and_a_loadable_model(tmp_path):
+    folders = []
+    for value in (1.0, 2.0, 6.0):
+        model = tiny_model()
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.fill_(value)
+        model.save_pretrained(tmp_path / f"m{value}")
+        folders.append(tmp_path / f"m{value}")
+    averaged = average_checkpoints(folders, tmp_path / "avg")
+    weights = load_file(str(averaged / "model.safetensors"))
+    assert all(torch.all(t == 3.0) for t in weights.values())
+    loaded = VanillaTransformerForConditionalGeneration.from_pretrained(averaged)
+    assert float(loaded.lm_head.weight.detach()[5, 5]) == 3.0
+
+
+def tiny_examples() -> dict:
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(3, 12, (120,), generator=g).tolist()
+    ids = [torch.randint(4, 1000, (n,), generator=g).tolist() + [2] for n in lengths]
+    return {"input_ids": ids, "labels": [list(reversed(x[:-1])) + [2] for x in ids]}
+
+
+def run(tmp_path, max_steps, resume=False):
+    set_seed(0)
+    accelerator = Accelerator(cpu=True)
+    tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
+    settings = LoopSettings(max_steps=max_steps, max_tokens=64, update_freq=2, warmup_steps=4, save_every=2, keep_last=3, log_every=1)
+    return train(accelerator, tiny_model().train(), tokenizer, tiny_examples(), settings, tmp_path, resume=resume)
+
+
+def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
+    straight = run(tmp_path / "straight", 6)["model"]
+    interrupted = tmp_path / "interrupted"
+    run(interrupted, 4)
+    # A checkpoint half-written when the run was killed must never be picked up.
+    (interrupted / ".tmp-checkpoint-00000006").mkdir()
+    (interrupted / "checkpoint-00000008").mkdir()
+    assert [p.name for p in list_checkpoints(interrupted)] == ["checkpoint-00000002", "checkpoint-00000004"]
+    resumed = run(interrupted, 6, resume=True)
+    assert resumed["steps"] == 6
+    for (name, a), b in zip(straight.state_dict().items(), resumed["model"].state_dict().values()):
+        torch.testing.assert_close(a, b, msg=name)
+    log = [json.loads(line) for line in (interrupted / "train_log.jsonl").read_text().splitlines()]
+    assert [entry["step"] for entry in log] == [1, 2, 3, 4, 5, 6]
+    assert [p.name for p in list_checkpoints(interrupted)] == [
+        "checkpoint-00000002", "checkpoint-00000004", "checkpoint-00000006"
+    ]
