@@ -26,6 +26,17 @@ WMT_PRESETS = {
     # The offline CPU demo: the Bible corpus, verses of at most 25 words, a 256-wide 3+3-layer model, 6k shared BPE,
     # small batches (2,000 tokens) for many updates, about 11 minutes of training on 2 cores, 400 held-out verses.
     "demo": TrainingPreset(
-        "demo", 6000, 2000, 250, 100_000, 3, 100, max_source_words=25, max_train_minutes=11.0, eval_sentences=400,
+        "demo", 6000, 2000, 400, 100_000, 3, 100, lr_scale=0.5, max_source_words=25, max_train_minutes=11.0,
+        eval_sentences=400,
+    ),
+}
+
+
+PARSING_PRESETS = {
+    # Section 6.3: 4 layers, d_model 1024 (16 heads, d_ff 4096), 16k BPE for WSJ only, beam 21, alpha 0.3, +300.
+    "parsing": TrainingPreset("parsing", 16000, 25000, 4000, 100_000, 5, 1000),
+    # The offline CPU demo on NLTK's WSJ sample: a small parser, 4k BPE, about 11 minutes of training on 2 cores.
+    "demo": TrainingPreset(
+        "demo_parsing", 4000, 2000, 400, 100_000, 3, 100, lr_scale=0.5, max_train_minutes=11.0,
     ),
 }

@@ -1,0 +1,136 @@
+"""English constituency parsing as translation (section 6.3 of the paper), under Accelerate.
+
+    NLTK_DATA=../shared/data/nltk_data accelerate launch recipes/ptb_parse.py --preset demo --treebank nltk
+    accelerate launch recipes/ptb_parse.py --preset parsing --treebank /data/ptb/parsed/mrg/wsj
+
+Trees -> (words, linearized tree) pairs -> the same tokenizer, batching, loop, checkpoints and averaging as the
+translation recipe -> beam 21, alpha 0.3, max input + 300 -> `delinearize` repair -> EVALB -> results.json.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from datasets import Dataset, DatasetDict
+from transformers import HfArgumentParser
+
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.data.encoding import encode_pairs
+from hf_vanilla.decoding import generate_texts
+from hf_vanilla.parsing import delinearize, evalb, linearize, needed_repair, treebank_splits, tree_words
+from hf_vanilla.tokenization import prepare_shared_tokenizer
+from hf_vanilla.training.finish import finish_run
+from hf_vanilla.training.loop import LoopSettings, train
+from hf_vanilla.training.presets import PARSING_PRESETS
+
+
+@dataclass
+class Arguments:
+    preset: str = field(default="demo", metadata={"help": "parsing (the paper) or demo (NLTK sample, 2 CPU cores)."})
+    treebank: str = field(
+        default="nltk",
+        metadata={"help": "nltk (NLTK's WSJ sample on NLTK's data path) or the folder of LDC's parsed/mrg/wsj."},
+    )
+    output_dir: str = field(default="runs/ptb_parse")
+    max_steps: int | None = field(default=None)
+    max_tokens: int | None = field(default=None)
+    update_freq: int = field(default=1)
+    resume: bool = field(default=False)
+    push_to_hub: str | None = field(default=None)
+    seed: int = field(default=1)
+    num_beams: int | None = field(default=None, metadata={"help": "Override the paper's beam of 21 (e.g. on CPU)."})
+    max_train_minutes: float | None = field(default=None)
+    eval_split: str = field(default="test")
+    eval_sentences: int | None = field(default=None, metadata={"help": "Parse only the first N held-out sentences."})
+    mixed_precision: str = field(default="no")
+    report_to: str | None = field(default=None)
+    log_every: int = field(default=50)
+    save_every: int | None = field(default=None)
+    keep_last: int | None = field(default=None)
+    average_last: int | None = field(default=None)
+
+
+def treebank_path(name: str) -> Path:
+    """`nltk` resolves through NLTK's data path (NLTK_DATA), as `nltk.corpus.treebank` does."""
+    if name != "nltk":
+        return Path(name)
+    import nltk
+
+    try:
+        return Path(nltk.data.find("corpora/treebank/combined"))
+    except LookupError as error:
+        raise SystemExit("NLTK's treebank sample is not installed: python -m nltk.downloader treebank, or set NLTK_DATA") from error
+
+
+def as_pairs(trees: list[str]) -> Dataset:
+    return Dataset.from_dict(
+        {"translation": [{"words": " ".join(tree_words(t)), "tree": linearize(t)} for t in trees], "gold": trees}
+    )
+
+
+def main(args: Arguments) -> dict:
+    if args.preset not in PARSING_PRESETS:
+        raise SystemExit(f"--preset must be one of {sorted(PARSING_PRESETS)}, got {args.preset!r}")
+    preset = PARSING_PRESETS[args.preset]
+    output_dir = Path(args.output_dir)
+    accelerator = Accelerator(mixed_precision=args.mixed_precision, log_with=args.report_to, project_dir=str(output_dir))
+    set_seed(args.seed)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    corpus = DatasetDict({split: as_pairs(trees) for split, trees in treebank_splits(treebank_path(args.treebank)).items()})
+    tokenizer = prepare_shared_tokenizer(accelerator, output_dir, corpus["train"], ("words", "tree"), preset.vocab_size)
+    examples = encode_pairs(corpus["train"], tokenizer, "words", "tree")
+    config = VanillaTransformerConfig.from_preset(
+        preset.model_preset, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+    )
+    model = VanillaTransformerForConditionalGeneration(config)
+    longest = max(max(map(len, examples["input_ids"])), max(map(len, examples["labels"])))
+    settings = LoopSettings(
+        max_steps=args.max_steps or preset.max_steps,
+        max_tokens=args.max_tokens or max(preset.tokens_per_step // (accelerator.num_processes * args.update_freq), longest),
+        update_freq=args.update_freq,
+        warmup_steps=preset.warmup_steps,
+        lr_scale=preset.lr_scale,
+        save_every=args.save_every or preset.save_every,
+        keep_last=args.keep_last or max(args.average_last or preset.average_last, 1),
+        log_every=args.log_every,
+        max_train_minutes=args.max_train_minutes if args.max_train_minutes is not None else (
+            preset.max_train_minutes if args.max_steps is None else None
+        ),
+        seed=args.seed,
+    )
+    stats = train(accelerator, model, tokenizer, examples, settings, output_dir, resume=args.resume)
+
+    def evaluate(final_model) -> dict:
+        held_out = corpus[args.eval_split]
+        if args.eval_sentences:
+            held_out = held_out.select(range(min(args.eval_sentences, len(held_out))))
+        sentences = [pair["words"] for pair in held_out["translation"]]
+        generate_kwargs = {"num_beams": args.num_beams} if args.num_beams else {}
+        outputs = generate_texts(final_model, tokenizer, sentences, **generate_kwargs)
+        predictions, repaired = [], 0
+        for sentence, output in zip(sentences, outputs):
+            words = sentence.split()
+            repaired += needed_repair(output, words)
+            predictions.append(delinearize(output, words))
+        (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
+        scores = evalb(held_out["gold"], predictions)
+        return {
+            **{f"evalb_{k}": v for k, v in scores.items()},
+            "repaired_share": round(repaired / len(sentences), 4),
+            "eval_split": args.eval_split,
+            "samples": [
+                {"source": s, "reference": g, "hypothesis": p} for s, g, p in zip(sentences, held_out["gold"], predictions)
+            ],
+        }
+
+    results = finish_run(accelerator, output_dir, stats, preset, args, evaluate, extra={"treebank": args.treebank, "task": "parsing"})
+    accelerator.end_training()
+    return results
+
+
+if __name__ == "__main__":
+    (arguments,) = HfArgumentParser(Arguments).parse_args_into_dataclasses()
+    main(arguments)
