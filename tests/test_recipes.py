@@ -1,12 +1,8 @@
 """Both recipes end to end on real data, a few steps each; the 2-process launch behind the slow marker."""
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
 
@@ -56,24 +52,3 @@ def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(tmp_path,
         parse_tree(line)
     model = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "final")
     assert (model.generation_config.num_beams, model.generation_config.max_length_offset) == (21, 300)
-
-
-@pytest.mark.slow
-def test_two_process_launch_matches_a_one_process_run(wmt_sample, tmp_path):
-    def launch(processes: int, folder: Path) -> dict:
-        command = [
-            sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", str(processes),
-            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-            str(ROOT / "recipes" / "wmt_ende.py"), "--preset", "demo", "--dataset", str(wmt_sample),
-            "--moses-detokenize", "--max-steps", "20", "--max-tokens", "1500", "--output-dir", str(folder),
-            "--eval-split", "validation", "--eval-sentences", "4", "--save-every", "10",
-        ]
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
-        assert result.returncode == 0, result.stderr[-3000:]
-        return json.loads((folder / "results.json").read_text())
-
-    two = launch(2, tmp_path / "two")
-    one = launch(1, tmp_path / "one")
-    assert two["num_processes"] == 2 and one["num_processes"] == 1
-    assert set(two) == set(one) and two["steps"] == one["steps"] == 20
