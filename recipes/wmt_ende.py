@@ -23,7 +23,7 @@ from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 from hf_vanilla.data.encoding import encode_pairs
 from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.finish import finish_run
-from hf_vanilla.training.loop import LoopSettings, train
+from hf_vanilla.training.loop import settings_for_run, train
 from hf_vanilla.training.presets import WMT_PRESETS
 
 
@@ -94,24 +94,7 @@ def main(args: Arguments) -> dict:
         decoder_start_token_id=tokenizer.bos_token_id,
     )
     model = VanillaTransformerForConditionalGeneration(config)
-    max_tokens = args.max_tokens or max(
-        preset.tokens_per_step // (accelerator.num_processes * args.update_freq),
-        max(max(map(len, examples["input_ids"])), max(map(len, examples["labels"]))),
-    )
-    settings = LoopSettings(
-        max_steps=args.max_steps or preset.max_steps,
-        max_tokens=max_tokens,
-        update_freq=args.update_freq,
-        warmup_steps=preset.warmup_steps,
-        lr_scale=preset.lr_scale,
-        save_every=args.save_every or preset.save_every,
-        keep_last=args.keep_last or max(args.average_last or preset.average_last, 1),
-        log_every=args.log_every,
-        max_train_minutes=args.max_train_minutes if args.max_train_minutes is not None else (
-            preset.max_train_minutes if args.max_steps is None else None
-        ),
-        seed=args.seed,
-    )
+    settings = settings_for_run(preset, args, accelerator.num_processes, examples)
     stats = train(accelerator, model, tokenizer, examples, settings, output_dir, resume=args.resume)
 
     def evaluate(final_model) -> dict:

@@ -35,6 +35,27 @@ class LoopSettings:
     seed: int = 0
 
 
+def settings_for_run(preset, args, num_processes: int, examples: dict[str, list[list[int]]]) -> LoopSettings:
+    """A recipe's loop settings: its command-line values where given, else its preset's. Without --max-tokens, a
+    batch holds the preset's tokens per step divided over processes and accumulated batches (at least the longest
+    sentence); the preset's time budget applies only when --max-steps is not given."""
+    longest = max(max(map(len, examples["input_ids"])), max(map(len, examples["labels"])))
+    return LoopSettings(
+        max_steps=args.max_steps or preset.max_steps,
+        max_tokens=args.max_tokens or max(preset.tokens_per_step // (num_processes * args.update_freq), longest),
+        update_freq=args.update_freq,
+        warmup_steps=preset.warmup_steps,
+        lr_scale=preset.lr_scale,
+        save_every=args.save_every or preset.save_every,
+        keep_last=args.keep_last or max(args.average_last or preset.average_last, 1),
+        log_every=args.log_every,
+        max_train_minutes=args.max_train_minutes if args.max_train_minutes is not None else (
+            preset.max_train_minutes if args.max_steps is None else None
+        ),
+        seed=args.seed,
+    )
+
+
 class TrainingProgress:
     """Where training stands; saved in every checkpoint so that a resumed run continues with the next batch."""
 
