@@ -47,6 +47,95 @@ def _score_evalb(args: argparse.Namespace) -> None:
         raise SystemExit(f"hf-vanilla: {error}")
 
 
+def _fail(message: str) -> SystemExit:
+    return SystemExit(f"hf-vanilla: {message}")
+
+
+def _load(model_name: str):
+    """Model and tokenizer from a folder or a Hub id, on the GPU when there is one."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers.utils import logging
+
+    from . import VanillaTransformerConfig  # noqa: F401  (registers the model with the Auto classes)
+
+    logging.disable_progress_bar()  # stderr stays for errors; a progress bar is shown only for decoding a file
+
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(model_name)
+        tokenizer = AutoTokenizer.from_pretrained(model_name)
+    except (OSError, ValueError) as error:
+        raise _fail(f"cannot load model {model_name!r}: {str(error).splitlines()[0]}")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return model.to(device).eval(), tokenizer
+
+
+def _input_lines(args: argparse.Namespace) -> list[str]:
+    """The input sentences, one a line (an empty line stays empty)."""
+    return _read_lines(args.input) if args.input else sys.stdin.read().splitlines()
+
+
+def _check_lengths(args: argparse.Namespace, lines: list[str], tokenizer) -> None:
+    """Over-long lines are an error naming the line."""
+    for number, line in enumerate(lines, 1):
+        length = len(tokenizer(line)["input_ids"]) if line.strip() else 0
+        if length > args.max_input_tokens:
+            where = args.input or "stdin"
+            raise _fail(f"{where} line {number} has {length} tokens, more than --max-input-tokens {args.max_input_tokens}")
+
+
+def _decoding_flags(args: argparse.Namespace) -> dict:
+    return {k: v for k, v in {"num_beams": args.num_beams, "length_penalty": args.length_penalty}.items() if v is not None}
+
+
+def _translate(args: argparse.Namespace) -> None:
+    from .decoding import generate_texts
+
+    lines = _input_lines(args)
+    model, tokenizer = _load(args.model)
+    _check_lengths(args, lines, tokenizer)
+    outputs = generate_texts(model, tokenizer, lines, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args))
+    sys.stdout.write("".join(output + "\n" for output in outputs))
+
+
+def _parse(args: argparse.Namespace) -> None:
+    from .decoding import generate_texts
+    from .parsing import delinearize
+
+    lines = _input_lines(args)
+    model, tokenizer = _load(args.model)
+    if model.config.decoding != "parsing":
+        raise _fail(f"{args.model} is a {model.config.decoding} model, not a parser; use `hf-vanilla translate`")
+    _check_lengths(args, lines, tokenizer)
+    sentences = [" ".join(line.split()) for line in lines]
+    outputs = generate_texts(model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args))
+    trees = [delinearize(output, sentence.split()) if sentence else "" for sentence, output in zip(sentences, outputs)]
+    sys.stdout.write("".join(tree + "\n" for tree in trees))
+
+
+def _push(args: argparse.Namespace) -> None:
+    from .cards import CardError
+    from .hub import PublishError, build_hub_folder, push_model_folder
+
+    try:
+        folder = build_hub_folder(Path(args.folder), Path(args.build_dir or Path(args.folder) / "hub"), args.repo_id)
+        if args.dry_run:
+            print(f"built {folder}; not uploaded (--dry-run)")
+            return
+        print(f"published {args.repo_id}: {push_model_folder(folder, args.repo_id, private=args.private)}")
+    except (CardError, PublishError) as error:
+        raise _fail(str(error))
+
+
+def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("model", help="A model folder or a Hub id.")
+    command.add_argument("--input", help="A text file, one sentence a line (default: stdin).")
+    command.add_argument("--num-beams", type=int, help="Beam size (default: the model's, i.e. the paper's).")
+    command.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
+    command.add_argument("--batch-tokens", type=int, default=4000, help="Source tokens per decoding batch.")
+    command.add_argument("--max-input-tokens", type=int, default=1024, help="Longer input lines are an error.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -65,6 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("gold")
     score.add_argument("predicted")
     score.set_defaults(run=_score_evalb)
+    translate = commands.add_parser("translate", help="Translate sentences (stdin or --input) to stdout, one a line.")
+    _add_decoding_arguments(translate)
+    translate.set_defaults(run=_translate)
+    parse = commands.add_parser("parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed.")
+    _add_decoding_arguments(parse)
+    parse.set_defaults(run=_parse)
+    push = commands.add_parser("push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it.")
+    push.add_argument("folder", help="A recipe's output folder, or a model folder holding its results.json.")
+    push.add_argument("repo_id", help="The Hub repository, e.g. user/transformer-base-wmt14-ende.")
+    push.add_argument("--private", action="store_true")
+    push.add_argument("--build-dir", help="Where to build the uploaded folder (default: FOLDER/hub).")
+    push.add_argument("--dry-run", action="store_true", help="Build and check the folder, do not upload.")
+    push.set_defaults(run=_push)
     return parser
 
 

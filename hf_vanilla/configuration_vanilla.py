@@ -53,7 +53,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
         position_embedding_type: `"sinusoidal"` (the paper, any length) or `"learned"` (Table 3 row E).
         max_position_embeddings: size of the learned position table; unused by sinusoidal positions.
         layer_norm_eps: epsilon of every LayerNorm.
-        init_std: standard deviation of the token embeddings' normal initialisation; `None` means d_model^-0.5.
+        init_std: standard deviation of the normal initialisation of every projection matrix and the embeddings.
         decoding: which of the paper's decodings (`DECODING`) the model's `generation_config` starts from:
             `"translation"` (beam 4, alpha 0.6, source length + 50) or `"parsing"` (beam 21, alpha 0.3, + 300).
         tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax
@@ -78,7 +78,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
     position_embedding_type: str = "sinusoidal"
     max_position_embeddings: int = 1024
     layer_norm_eps: float = 1e-5
-    init_std: float | None = None
+    init_std: float = 0.02
     decoding: str = "translation"
     use_cache: bool = True
     is_encoder_decoder: bool = True

@@ -10,7 +10,6 @@ translation recipe -> beam 21, alpha 0.3, max input + 300 -> `delinearize` repai
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from accelerate import Accelerator
 from accelerate.utils import set_seed
 from datasets import Dataset, DatasetDict
 from transformers import HfArgumentParser
@@ -20,6 +19,7 @@ from hf_vanilla.data.encoding import encode_pairs
 from hf_vanilla.decoding import generate_texts
 from hf_vanilla.parsing import delinearize, evalb, linearize, needed_repair, treebank_splits, tree_words
 from hf_vanilla.tokenization import prepare_shared_tokenizer
+from hf_vanilla.training.accelerator import create_accelerator
 from hf_vanilla.training.finish import finish_run
 from hf_vanilla.training.loop import settings_for_run, train
 from hf_vanilla.training.presets import PARSING_PRESETS
@@ -44,7 +44,7 @@ class Arguments:
     eval_split: str = field(default="test")
     eval_sentences: int | None = field(default=None, metadata={"help": "Parse only the first N held-out sentences."})
     mixed_precision: str = field(default="no")
-    report_to: str | None = field(default=None)
+    report_to: str | None = field(default=None, metadata={"help": "An Accelerate tracker, e.g. tensorboard."})
     log_every: int = field(default=50)
     save_every: int | None = field(default=None)
     keep_last: int | None = field(default=None)
@@ -74,7 +74,7 @@ def main(args: Arguments) -> dict:
         raise SystemExit(f"--preset must be one of {sorted(PARSING_PRESETS)}, got {args.preset!r}")
     preset = PARSING_PRESETS[args.preset]
     output_dir = Path(args.output_dir)
-    accelerator = Accelerator(mixed_precision=args.mixed_precision, log_with=args.report_to, project_dir=str(output_dir))
+    accelerator = create_accelerator("ptb_parse", output_dir, args.mixed_precision, args.report_to, vars(args))
     set_seed(args.seed)
     output_dir.mkdir(parents=True, exist_ok=True)
     corpus = DatasetDict({split: as_pairs(trees) for split, trees in treebank_splits(treebank_path(args.treebank)).items()})

@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from accelerate import Accelerator
 from accelerate.utils import set_seed
 from transformers import HfArgumentParser
 
@@ -22,6 +21,7 @@ from hf_vanilla.decoding import generate_texts
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 from hf_vanilla.data.encoding import encode_pairs
 from hf_vanilla.tokenization import prepare_shared_tokenizer
+from hf_vanilla.training.accelerator import create_accelerator
 from hf_vanilla.training.finish import finish_run
 from hf_vanilla.training.loop import settings_for_run, train
 from hf_vanilla.training.presets import WMT_PRESETS
@@ -65,11 +65,7 @@ def main(args: Arguments) -> dict:
         raise SystemExit(f"--preset must be one of {sorted(WMT_PRESETS)}, got {args.preset!r}")
     preset = WMT_PRESETS[args.preset]
     output_dir = Path(args.output_dir)
-    accelerator = Accelerator(
-        mixed_precision=args.mixed_precision, log_with=args.report_to, project_dir=str(output_dir)
-    )
-    if args.report_to:
-        accelerator.init_trackers("wmt_ende", config={k: v for k, v in vars(args).items() if v is not None})
+    accelerator = create_accelerator("wmt_ende", output_dir, args.mixed_precision, args.report_to, vars(args))
     set_seed(args.seed)
     output_dir.mkdir(parents=True, exist_ok=True)
     dataset = args.dataset or ("bible" if args.preset == "demo" else "wmt14")
@@ -116,7 +112,7 @@ def main(args: Arguments) -> dict:
         }
 
     results = finish_run(
-        accelerator, output_dir, stats, preset, args, evaluate, extra={"dataset": dataset, "task": "translation"}
+        accelerator, output_dir, stats, preset, args, evaluate, extra={"dataset": dataset, "task": "translation", "source_lang": args.source_lang, "target_lang": args.target_lang}
     )
     accelerator.end_training()
     return results

@@ -34,3 +34,45 @@ def tiny_model(**overrides) -> hf_vanilla.VanillaTransformerForConditionalGenera
     torch.manual_seed(0)
     config = hf_vanilla.VanillaTransformerConfig.from_preset("tiny", **overrides)
     return hf_vanilla.VanillaTransformerForConditionalGeneration(config).eval()
+
+
+RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+
+
+def _recipe(name: str):
+    import importlib
+    import sys
+
+    if str(RECIPES) not in sys.path:
+        sys.path.insert(0, str(RECIPES))
+    return importlib.import_module(name)
+
+
+@pytest.fixture(scope="session")
+def wmt_run(tmp_path_factory) -> tuple[Path, dict]:
+    """A real 4-step run of the WMT recipe on the shared WMT sample: its output folder and results."""
+    wmt_ende = _recipe("wmt_ende")
+    output_dir = tmp_path_factory.mktemp("wmt_run")
+    args = wmt_ende.Arguments(
+        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir), max_steps=4,
+        max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1,
+    )
+    return output_dir, wmt_ende.main(args)
+
+
+@pytest.fixture(scope="session")
+def parse_run(tmp_path_factory) -> tuple[Path, dict]:
+    """A real 3-step run of the parsing recipe on NLTK's WSJ sample (greedy, 3 test sentences)."""
+    require(NLTK_DATA)
+    os.environ["NLTK_DATA"] = str(NLTK_DATA)
+    import nltk
+
+    if str(NLTK_DATA) not in nltk.data.path:
+        nltk.data.path.insert(0, str(NLTK_DATA))
+    ptb_parse = _recipe("ptb_parse")
+    output_dir = tmp_path_factory.mktemp("parse_run")
+    args = ptb_parse.Arguments(
+        preset="demo", treebank="nltk", output_dir=str(output_dir), max_steps=3, max_tokens=3000, num_beams=1,
+        eval_sentences=3, save_every=3, log_every=1,
+    )
+    return output_dir, ptb_parse.main(args)

@@ -40,3 +40,58 @@ def test_scoring_commands_and_clear_errors(tmp_path):
     missing = hf_vanilla("score-bleu", str(tmp_path / "nope.txt"), str(tmp_path / "ref.txt"))
     assert missing.returncode != 0 and missing.stderr.strip().startswith("hf-vanilla: cannot read")
     assert "Traceback" not in missing.stderr
+
+
+def test_translate_matches_generate_keeps_line_count_and_reads_files(wmt_run, tmp_path):
+    from transformers import AutoTokenizer
+
+    from hf_vanilla import VanillaTransformerForConditionalGeneration
+
+    final = wmt_run[0] / "final"
+    sentences = ["The house is small.", "", "I saw the man with the telescope yesterday."]
+    result = subprocess.run([sys.executable, "-m", "hf_vanilla.cli", "translate", str(final)], input="\n".join(sentences) + "\n",
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")[:-1]
+    assert len(lines) == 3 and lines[1] == ""
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(final).eval()
+    tokenizer = AutoTokenizer.from_pretrained(final)
+    for sentence, line in zip(sentences, lines):
+        if sentence:
+            output = model.generate(**tokenizer([sentence], return_tensors="pt"))
+            assert line == tokenizer.decode(output[0], skip_special_tokens=True).strip()
+
+    (tmp_path / "in.txt").write_text("\n".join(sentences) + "\n")
+    greedy = hf_vanilla("translate", str(final), "--input", str(tmp_path / "in.txt"), "--num-beams", "1")
+    assert greedy.returncode == 0 and len(greedy.stdout.split("\n")[:-1]) == 3
+
+
+def test_translate_errors_are_one_line(wmt_run, tmp_path):
+    final = str(wmt_run[0] / "final")
+    (tmp_path / "in.txt").write_text("Pierre Vinken will join the board .\n")
+    for args, expected in (
+        (("translate", str(tmp_path / "no-model")), "cannot load model"),
+        (("translate", final, "--input", str(tmp_path / "missing.txt")), "cannot read"),
+        (("parse", final, "--input", str(tmp_path / "in.txt")), "not a parser"),
+    ):
+        result = hf_vanilla(*args)
+        assert result.returncode != 0 and "Traceback" not in result.stderr
+        assert result.stderr.strip().splitlines() == [result.stderr.strip()] and result.stderr.startswith("hf-vanilla: ")
+        assert expected in result.stderr, result.stderr
+    (tmp_path / "long.txt").write_text("short\n" + "word " * 50 + "\n")
+    result = hf_vanilla("translate", final, "--input", str(tmp_path / "long.txt"), "--max-input-tokens", "20")
+    assert result.returncode != 0 and "line 2 has" in result.stderr and "--max-input-tokens 20" in result.stderr
+
+
+def test_parse_always_gives_well_formed_trees_over_the_input_words(parse_run):
+    from hf_vanilla.parsing import parse_tree
+
+    sentences = ["The cat sat on the mat .", "", "Stocks fell sharply in heavy trading ."]
+    result = subprocess.run([sys.executable, "-m", "hf_vanilla.cli", "parse", str(parse_run[0] / "final"), "--num-beams", "2"],
+                            input="\n".join(sentences) + "\n", capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    trees = result.stdout.split("\n")[:-1]
+    assert len(trees) == 3 and trees[1] == ""
+    for sentence, tree in zip(sentences, trees):
+        if sentence:
+            assert parse_tree(tree).words() == sentence.split()

@@ -1,5 +1,7 @@
 """Treebank reading, preprocessing, linearization, repair and EVALB scoring."""
 
+from pathlib import Path
+
 import pytest
 
 from hf_vanilla.parsing import (
@@ -129,3 +131,17 @@ def test_evalb_unary_chains_and_duplicate_brackets_are_a_multiset():
 def test_evalb_reports_a_sentence_whose_words_differ():
     with pytest.raises(ValueError, match="sentence 1"):
         evalb([GOLD, GOLD], [GOLD, GOLD.replace("cat", "dog")])
+
+
+def test_evalb_loads_as_an_evaluate_metric_from_its_local_folder(treebank_dir):
+    import evaluate
+
+    gold = [preprocess(t) for t in read_treebank(treebank_dir / "wsj_0001.mrg")]
+    other_words = "(S (NP (NNP Pierre) (NNP Vinken)) (VP (VBZ is) (NP (NN chairman))) (. .))"
+    metric = evaluate.load(str(Path(__file__).resolve().parents[1] / "metrics" / "evalb"))
+    predicted = gold[:1] + [preprocess(gold[1]).replace("(NP ", "(VP ", 1)]
+    scores = metric.compute(predictions=predicted, references=gold)
+    assert scores == evalb(gold, predicted) and scores["sentences"] == 2 and 50 < scores["f1"] < 100
+    assert metric.compute(predictions=gold, references=gold)["f1"] == 100.0
+    with pytest.raises(ValueError, match="sentence 0"):
+        metric.compute(predictions=[other_words], references=gold[:1])

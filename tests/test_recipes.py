@@ -1,54 +1,68 @@
 """Both recipes end to end on real data, a few steps each; the 2-process launch behind the slow marker."""
 
 import json
-import sys
 from pathlib import Path
 
-from hf_vanilla import VanillaTransformerForConditionalGeneration
+import pytest
 
-from conftest import NLTK_DATA, require
+from hf_vanilla import VanillaTransformerForConditionalGeneration
+from hf_vanilla.parsing import parse_tree
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "recipes"))
-
-import ptb_parse  # noqa: E402
-import wmt_ende  # noqa: E402
 
 RESULT_KEYS = {"sacrebleu", "sacrebleu_signature", "tokenized_bleu", "steps", "train_tokens_per_second"}
 
 
-def test_wmt_recipe_runs_on_the_shared_sample_and_writes_results(wmt_sample, tmp_path):
-    args = wmt_ende.Arguments(
-        preset="demo", dataset=str(wmt_sample), moses_detokenize=True, output_dir=str(tmp_path), max_steps=4,
-        max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1,
-    )
-    results = wmt_ende.main(args)
+def test_wmt_recipe_runs_on_the_shared_sample_and_writes_results(wmt_run):
+    output_dir, results = wmt_run
     assert RESULT_KEYS <= set(results) and results["steps"] == 4
-    stored = json.loads((tmp_path / "results.json").read_text())
+    stored = json.loads((output_dir / "results.json").read_text())
     assert stored["sacrebleu"] == results["sacrebleu"] and stored["averaged_checkpoints"] == ["checkpoint-00000002", "checkpoint-00000004"]
-    samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    samples = [json.loads(line) for line in (output_dir / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4 and set(samples[0]) == {"source", "reference", "hypothesis"}
-    model = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "final")
-    assert model.generation_config.num_beams == 4 and (tmp_path / "final" / "tokenizer.json").exists()
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(output_dir / "final")
+    assert model.generation_config.num_beams == 4 and (output_dir / "final" / "tokenizer.json").exists()
 
 
-def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(tmp_path, monkeypatch):
-    require(NLTK_DATA)
-    monkeypatch.setenv("NLTK_DATA", str(NLTK_DATA))
-    import nltk
-
-    monkeypatch.setattr(nltk.data, "path", [str(NLTK_DATA)] + nltk.data.path)
-    args = ptb_parse.Arguments(
-        preset="demo", treebank="nltk", output_dir=str(tmp_path), max_steps=3, max_tokens=3000, num_beams=1,
-        eval_sentences=3, save_every=3, log_every=1,
-    )
-    results = ptb_parse.main(args)
+def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run):
+    output_dir, results = parse_run
     assert {"evalb_f1", "evalb_precision", "evalb_recall", "evalb_exact_match", "repaired_share"} <= set(results)
-    predictions = (tmp_path / "predictions.mrg").read_text().splitlines()
+    predictions = (output_dir / "predictions.mrg").read_text().splitlines()
     assert len(predictions) == 3
-    from hf_vanilla.parsing import parse_tree
-
     for line in predictions:
         parse_tree(line)
-    model = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "final")
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(output_dir / "final")
     assert (model.generation_config.num_beams, model.generation_config.max_length_offset) == (21, 300)
+
+def _launch(tmp_path: Path, name: str, launcher: list[str], wmt_sample: Path) -> tuple[dict, str]:
+    import os
+    import subprocess
+
+    output_dir = tmp_path / name
+    command = ["accelerate", "launch", *launcher, str(ROOT / "recipes" / "wmt_ende.py"), "--preset", "demo",
+               "--dataset", str(wmt_sample), "--moses-detokenize", "--max-steps", "20", "--max-tokens", "1000",
+               "--eval-split", "validation", "--eval-sentences", "4", "--save-every", "10", "--log-every", "5",
+               "--output-dir", str(output_dir)]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_LOG_LEVEL": "info"}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((output_dir / "results.json").read_text()), done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_two_gloo_processes_train_like_one(wmt_sample, tmp_path):
+    """`accelerate launch --multi_gpu --num_processes 2` on a CPU-only machine: two gloo processes, each its own
+    shard of batches, results of the same shape as a 1-process run."""
+    two, _ = _launch(tmp_path, "two", ["--multi_gpu", "--num_processes", "2"], wmt_sample)
+    one, _ = _launch(tmp_path, "one", ["--cpu", "--num_processes", "1"], wmt_sample)
+    assert two["num_processes"] == 2 and one["num_processes"] == 1
+    assert set(two) == set(one) and two["steps"] == one["steps"] == 20
+    # Each update of the 2-process run consumed batches on both processes: about twice the tokens of one process.
+    assert 1.5 * one["train_tokens"] < two["train_tokens"] < 2.5 * one["train_tokens"]
+
+
+@pytest.mark.slow
+def test_cpu_launcher_that_starts_one_process_says_so(wmt_sample, tmp_path):
+    results, output = _launch(tmp_path, "cpu", ["--cpu", "--num_processes", "2"], wmt_sample)
+    assert results["num_processes"] == 1
+    assert "Running ONE process" in output and "--multi_gpu --num_processes N" in output

@@ -1,6 +1,8 @@
 """The end of a recipe run: average checkpoints, evaluate, write results.json and samples, publish."""
 
 import json
+import os
+import platform
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -10,6 +12,13 @@ from accelerate import Accelerator
 
 from .. import VanillaTransformerForConditionalGeneration
 from .checkpoints import average_checkpoints, list_checkpoints
+
+
+def hardware_description(accelerator: Accelerator) -> str:
+    """What trained the model, for results.json and the card: the GPU's name, or the CPU's cores."""
+    if accelerator.device.type == "cuda":
+        return f"{accelerator.num_processes} x {torch.cuda.get_device_name(accelerator.device)}"
+    return f"CPU ({os.cpu_count()} cores, {platform.machine()})"
 
 
 def finish_run(
@@ -48,6 +57,7 @@ def finish_run(
             "num_processes": accelerator.num_processes,
             "mixed_precision": args.mixed_precision,
             "device": str(accelerator.device),
+            "hardware": hardware_description(accelerator),
             "parameters": sum(p.numel() for p in model.parameters()),
             "seed": args.seed,
         }
@@ -57,8 +67,9 @@ def finish_run(
         for sample in samples[:5]:
             print(f"\nSRC: {sample['source']}\nREF: {sample['reference']}\nOUT: {sample['hypothesis']}")
         if args.push_to_hub:
-            from ..hub import push_model_folder
+            from ..hub import build_hub_folder, push_model_folder
 
-            push_model_folder(final, args.push_to_hub)
+            url = push_model_folder(build_hub_folder(output_dir, output_dir / "hub", args.push_to_hub), args.push_to_hub)
+            print(f"published {args.push_to_hub}: {url}")
     accelerator.wait_for_everyone()
     return results

@@ -178,5 +178,6 @@ def train(
         "train_tokens_per_second": round(progress.tokens / max(progress.train_seconds, 1e-9), 1),
         "final_loss": round(last_loss, 4),
         "padding_fraction": round(padding, 4),
+        "train_tokens": progress.tokens,
         "model": accelerator.unwrap_model(model),
     }

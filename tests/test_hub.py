@@ -1,0 +1,94 @@
+"""Model cards rendered from real runs' results, the exact Hub folder checked offline, and clear publishing errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from huggingface_hub import ModelCard
+from transformers import AutoTokenizer
+
+from hf_vanilla import VanillaTransformerForConditionalGeneration, cards
+from hf_vanilla.cards import CardError, check_card, render_model_card
+from hf_vanilla.hub import PublishError, build_hub_folder, push_model_folder
+
+from test_remote_code import run_loader
+
+
+def test_translation_folder_loads_without_the_package_and_translates_identically(wmt_run, tmp_path):
+    run_dir, results = wmt_run
+    folder = build_hub_folder(run_dir, tmp_path / "hub", "someone/vanilla-demo")
+    names = {p.name for p in folder.iterdir()}
+    assert {"model.safetensors", "config.json", "modeling_vanilla.py", "configuration_vanilla.py", "tokenizer.json",
+            "generation_config.json", "README.md", "results.json"} <= names
+    assert json.loads((folder / "config.json").read_text())["auto_map"]["AutoModelForSeq2SeqLM"].startswith("modeling_vanilla.")
+    generation = json.loads((folder / "generation_config.json").read_text())
+    assert (generation["num_beams"], generation["length_penalty"], generation["max_length_offset"]) == (4, 0.6, 50)
+
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.model_name == "vanilla-demo" and card.data.license == "apache-2.0"
+    by_metric = {r.metric_type: r.metric_value for r in card.data.eval_results}
+    assert by_metric == {"sacrebleu": results["sacrebleu"], "bleu": results["tokenized_bleu"]}
+    assert results["sacrebleu_signature"] in card.text and "27.3" in card.text  # the paper's base figure beside ours
+    assert f"{results['steps']} updates" in card.text and "not comparable" in card.text  # not trained on WMT14
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    ids = tokenizer(["The house is small.", "Resumption of the session"], return_tensors="pt", padding=True)["input_ids"]
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(run_dir / "final").eval()
+    expected = model.generate(ids, attention_mask=(ids != tokenizer.pad_token_id).long()).tolist()
+    assert run_loader(folder, True, ids)["beams"] == expected
+
+
+def test_parser_card_reports_evalb_from_results(parse_run, tmp_path):
+    run_dir, results = parse_run
+    card = ModelCard.load(build_hub_folder(run_dir, tmp_path / "hub", "someone/parser") / "README.md")
+    by_metric = {r.metric_type: r.metric_value for r in card.data.eval_results}
+    assert by_metric["f1"] == results["evalb_f1"] and by_metric["exact_match"] == results["evalb_exact_match"]
+    assert "91.3" in card.text and "beam 21" in card.text.lower().replace("beam search with beam", "beam")
+
+
+def _model_parts(run_dir):
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(run_dir / "final")
+    return model.config, model.generation_config
+
+
+def test_missing_or_mismatched_results_and_unfilled_fields_are_errors(wmt_run, tmp_path, monkeypatch):
+    run_dir, results = wmt_run
+    config, generation = _model_parts(run_dir)
+    incomplete = {k: v for k, v in results.items() if k != "tokenized_bleu"}
+    with pytest.raises(CardError, match="lacks tokenized_bleu"):
+        render_model_card(incomplete, config, generation, "a/b")
+    card = render_model_card(results, config, generation, "a/b")
+    with pytest.raises(CardError, match="do not match"):
+        check_card(card, {**results, "sacrebleu": results["sacrebleu"] + 1.0})
+
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "translation.md.j2").write_text("---\n{{ card_data }}\n---\n{{ training_data_hours }}\n")
+    monkeypatch.setattr(cards, "TEMPLATES", templates)
+    with pytest.raises(CardError, match="unfilled field.*training_data_hours"):
+        render_model_card(results, config, generation, "a/b")
+
+
+def test_a_folder_whose_card_was_edited_by_hand_is_not_pushed(wmt_run, tmp_path):
+    folder = build_hub_folder(wmt_run[0], tmp_path / "hub", "a/b")
+    stored = json.loads((folder / "results.json").read_text())
+    (folder / "results.json").write_text(json.dumps({**stored, "tokenized_bleu": 99.9}))
+    with pytest.raises(CardError, match="do not match"):
+        push_model_folder(folder, "a/b")
+
+
+def test_push_without_token_or_network_is_one_clear_line(wmt_run, tmp_path):
+    env = {"HF_HOME": str(tmp_path / "hf_home"), "HF_TOKEN": "", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-m", "hf_vanilla.cli", "push", str(wmt_run[0]), "someone/model", "--build-dir", str(tmp_path / "hub")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("hf-vanilla: ") and ("token" in message or "Hub" in message)
+    assert (tmp_path / "hub" / "README.md").exists()  # the folder was built before the upload was refused
+
+    with pytest.raises(PublishError, match="not a complete Hub folder"):
+        push_model_folder(tmp_path, "someone/model")
