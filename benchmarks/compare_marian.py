@@ -75,7 +75,7 @@ def marian_like(vanilla: VanillaTransformerForConditionalGeneration, max_positio
                     for name in ("encoder_attn.out_proj", "encoder_attn_layer_norm"):
                         mapped[f"{theirs}{name}.{kind}"] = ours[f"{ours_prefix}{name}.{kind}"]
     missing, unexpected = marian.load_state_dict(mapped, strict=False)
-    left = [name for name in missing if not name.endswith(("embed_tokens.weight", "lm_head.weight"))]
+    left = [name for name in missing if not name.endswith(("embed_tokens.weight", "lm_head.weight", "final_logits_bias"))]
     if left or unexpected:
         raise RuntimeError(f"weight mapping incomplete: missing {left}, unexpected {unexpected}")
     marian.tie_weights()

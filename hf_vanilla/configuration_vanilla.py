@@ -13,9 +13,9 @@ PRESETS: dict[str, dict] = {
         d_model=1024, encoder_layers=4, decoder_layers=4, num_attention_heads=16, d_ff=4096, dropout=0.3,
         decoding="parsing",
     ),
-    "demo": dict(d_model=256, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=1024, dropout=0.1),
+    "demo": dict(d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512, dropout=0.1),
     "demo_parsing": dict(
-        d_model=256, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=1024, dropout=0.1,
+        d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512, dropout=0.1,
         decoding="parsing",
     ),
     "tiny": dict(
@@ -53,7 +53,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
         position_embedding_type: `"sinusoidal"` (the paper, any length) or `"learned"` (Table 3 row E).
         max_position_embeddings: size of the learned position table; unused by sinusoidal positions.
         layer_norm_eps: epsilon of every LayerNorm.
-        init_std: standard deviation of the normal initialisation of every projection matrix and the embeddings.
+        init_std: standard deviation of the normal initialisation of every projection matrix (embeddings: d_model^-0.5).
         decoding: which of the paper's decodings (`DECODING`) the model's `generation_config` starts from:
             `"translation"` (beam 4, alpha 0.6, source length + 50) or `"parsing"` (beam 21, alpha 0.3, + 300).
         tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax

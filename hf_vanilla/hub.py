@@ -57,7 +57,9 @@ def push_model_folder(folder: Path, repo_id: str, private: bool = False, token: 
     folder = Path(folder)
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
-        raise PublishError(f"{folder} is not a complete Hub folder (build it with build_hub_folder): missing {', '.join(missing)}.")
+        raise PublishError(
+            f"{folder} is not a complete Hub folder (build it with build_hub_folder): missing {', '.join(missing)}."
+        )
     check_card(ModelCard.load(folder / "README.md"), load_results(folder))
     if (token or get_token()) is None:
         raise PublishError("No Hugging Face token: run `hf auth login` or set HF_TOKEN, then push again.")

@@ -4,10 +4,13 @@ Post-norm encoder-decoder: every sub-layer computes LayerNorm(x + Dropout(Sublay
 embeddings are multiplied by sqrt(d_model) and summed with sinusoidal positions (section 3.5), and one weight matrix
 is shared by the encoder embeddings, the decoder embeddings and the pre-softmax projection (section 3.4).
 
-Weight initialisation (the paper gives none): every projection matrix and the token embeddings N(0, init_std = 0.02),
-as transformers' Marian, BART and FSMT, with the padding row at zero; biases zero; LayerNorm gain one and bias zero.
-Measured on the demo corpus (d_model 128, 3+3 layers): after 300 updates the validation loss is 4.73 nats with this
-initialisation against 5.44 with fairseq's (Glorot-uniform projections, N(0, d_model^-0.5) embeddings).
+Weight initialisation (the paper gives none): token embeddings N(0, d_model^-0.5) with the padding row at zero, so that
+embeddings scaled by sqrt(d_model) have unit variance like the sinusoids they are added to; every projection matrix
+N(0, init_std = 0.02) as in transformers' Marian, BART and FSMT; biases zero; LayerNorm gain one and bias zero.
+Measured on the demo corpus (d_model 128, 3+3 layers): after 300 updates the validation loss is 4.85 nats with this
+initialisation against 5.44 with fairseq's Glorot-uniform projections. With N(0, 0.02) embeddings as well (4.73 nats
+at 300 updates) the scaled embeddings are a quarter of the positions' scale and the model collapsed into a language
+model, giving one sentence for every source (sacreBLEU 0.8 after 11 minutes).
 """
 
 import copy
@@ -308,7 +311,7 @@ class VanillaPreTrainedModel(PreTrainedModel):
             if module.bias is not None:
                 init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            init.normal_(module.weight, mean=0.0, std=self.config.init_std)
+            init.normal_(module.weight, mean=0.0, std=self.config.d_model**-0.5)
             if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
                 init.zeros_(module.weight[module.padding_idx])
         elif isinstance(module, nn.LayerNorm):

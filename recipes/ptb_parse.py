@@ -40,6 +40,12 @@ class Arguments:
     push_to_hub: str | None = field(default=None)
     seed: int = field(default=1)
     num_beams: int | None = field(default=None, metadata={"help": "Override the paper's beam of 21 (e.g. on CPU)."})
+    dropout: float | None = field(
+        default=None,
+        metadata={"help": "Residual and embedding dropout (default: the preset's). The paper chose its dropouts on the "
+                  "development set: compare runs with --eval-split validation."},
+    )
+    attention_dropout: float | None = field(default=None, metadata={"help": "Dropout on attention weights (default 0)."})
     max_train_minutes: float | None = field(default=None)
     eval_split: str = field(default="test")
     eval_sentences: int | None = field(default=None, metadata={"help": "Parse only the first N held-out sentences."})
@@ -84,6 +90,7 @@ def main(args: Arguments) -> dict:
         preset.model_preset, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         decoder_start_token_id=tokenizer.bos_token_id,
+        **{k: v for k, v in {"dropout": args.dropout, "attention_dropout": args.attention_dropout}.items() if v is not None},
     )
     model = VanillaTransformerForConditionalGeneration(config)
     settings = settings_for_run(preset, args, accelerator.num_processes, examples)

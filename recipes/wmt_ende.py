@@ -112,7 +112,8 @@ def main(args: Arguments) -> dict:
         }
 
     results = finish_run(
-        accelerator, output_dir, stats, preset, args, evaluate, extra={"dataset": dataset, "task": "translation", "source_lang": args.source_lang, "target_lang": args.target_lang}
+        accelerator, output_dir, stats, preset, args, evaluate,
+        extra={"dataset": dataset, "task": "translation", "source_lang": args.source_lang, "target_lang": args.target_lang},
     )
     accelerator.end_training()
     return results
