@@ -15,7 +15,6 @@ padding against random batches; on CUDA, model FLOP utilisation.
 import argparse
 import json
 import multiprocessing
-import resource
 import time
 from pathlib import Path
 
@@ -165,19 +164,28 @@ def peak_flops(device: torch.device, dtype: torch.dtype) -> float:
     return float("nan")
 
 
+def _resident_mib(field: str) -> float:
+    """A memory figure of this process from /proc/self/status (Linux): VmRSS now, or VmHWM, its peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
 def _cpu_peak_memory(name: str, batch: int, length: int, queue) -> None:
-    """Runs in a fresh process: peak resident memory added by 3 training steps of model `name`."""
-    torch.set_num_threads(torch.get_num_threads())
+    """Runs in a fresh process: the peak resident memory that 3 training steps of model `name` add to the memory
+    its weights already take (gradients, Adam state, activations). The peak is reset first (/proc/self/clear_refs),
+    because a spawned process inherits its parent's peak."""
     vanilla = vanilla_model()
     model = {"hf_vanilla": lambda: vanilla, "MarianMTModel": lambda: marian_like(vanilla), "FSMT": fsmt_model}[name]()
-    if name != "hf_vanilla":
-        del vanilla
+    del vanilla
     source, target = english_batches(length, batch), english_batches(length, batch).roll(1, 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _resident_mib("VmRSS")
     for _ in range(3):
         train_step(model.train(), source, target, optimizer, name == "hf_vanilla")
-    queue.put((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+    queue.put(_resident_mib("VmHWM") - before)
 
 
 def cpu_peak_memory(name: str, batch: int, length: int) -> float:
