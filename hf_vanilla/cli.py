@@ -81,7 +81,9 @@ def _check_lengths(args: argparse.Namespace, lines: list[str], tokenizer) -> Non
         length = len(tokenizer(line)["input_ids"]) if line.strip() else 0
         if length > args.max_input_tokens:
             where = args.input or "stdin"
-            raise _fail(f"{where} line {number} has {length} tokens, more than --max-input-tokens {args.max_input_tokens}")
+            raise _fail(
+                f"{where} line {number} has {length} tokens, more than --max-input-tokens {args.max_input_tokens}"
+            )
 
 
 def _decoding_flags(args: argparse.Namespace) -> dict:
@@ -94,7 +96,9 @@ def _translate(args: argparse.Namespace) -> None:
     lines = _input_lines(args)
     model, tokenizer = _load(args.model)
     _check_lengths(args, lines, tokenizer)
-    outputs = generate_texts(model, tokenizer, lines, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args))
+    outputs = generate_texts(
+        model, tokenizer, lines, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args)
+    )
     sys.stdout.write("".join(output + "\n" for output in outputs))
 
 
@@ -108,7 +112,9 @@ def _parse(args: argparse.Namespace) -> None:
         raise _fail(f"{args.model} is a {model.config.decoding} model, not a parser; use `hf-vanilla translate`")
     _check_lengths(args, lines, tokenizer)
     sentences = [" ".join(line.split()) for line in lines]
-    outputs = generate_texts(model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args))
+    outputs = generate_texts(
+        model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args)
+    )
     trees = [delinearize(output, sentence.split()) if sentence else "" for sentence, output in zip(sentences, outputs)]
     sys.stdout.write("".join(tree + "\n" for tree in trees))
 
