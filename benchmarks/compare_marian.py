@@ -176,9 +176,8 @@ def _cpu_peak_memory(name: str, batch: int, length: int, queue) -> None:
     """Runs in a fresh process: the peak resident memory that 3 training steps of model `name` add to the memory
     its weights already take (gradients, Adam state, activations). The peak is reset first (/proc/self/clear_refs),
     because a spawned process inherits its parent's peak."""
-    vanilla = vanilla_model()
-    model = {"hf_vanilla": lambda: vanilla, "MarianMTModel": lambda: marian_like(vanilla), "FSMT": fsmt_model}[name]()
-    del vanilla
+    builders = {"hf_vanilla": vanilla_model, "MarianMTModel": lambda: marian_like(vanilla_model()), "FSMT": fsmt_model}
+    model = builders[name]()
     source, target = english_batches(length, batch), english_batches(length, batch).roll(1, 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     Path("/proc/self/clear_refs").write_text("5")
@@ -232,8 +231,6 @@ def check_same_function(vanilla, marian, source, target) -> float:
 
 def sampler_padding(max_tokens: int) -> dict:
     """The token-budget sampler's padding on the shared WMT sample against random batches of the same mean size."""
-    from transformers import PreTrainedTokenizerFast  # noqa: F401  (tokenizers-based, as the recipes)
-
     from hf_vanilla.tokenization import train_shared_bpe
 
     if not (SHARED_DATA / "train.en").exists():

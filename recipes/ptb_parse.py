@@ -14,7 +14,6 @@ from accelerate.utils import set_seed
 from datasets import Dataset, DatasetDict
 from transformers import HfArgumentParser
 
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.encoding import encode_pairs
 from hf_vanilla.decoding import generate_texts
 from hf_vanilla.parsing import delinearize, evalb, linearize, needed_repair, treebank_splits, tree_words
@@ -22,7 +21,7 @@ from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.accelerator import create_accelerator
 from hf_vanilla.training.finish import finish_run
 from hf_vanilla.training.loop import settings_for_run, train
-from hf_vanilla.training.presets import PARSING_PRESETS
+from hf_vanilla.training.presets import PARSING_PRESETS, new_model
 
 
 @dataclass
@@ -86,13 +85,8 @@ def main(args: Arguments) -> dict:
     corpus = DatasetDict({split: as_pairs(trees) for split, trees in treebank_splits(treebank_path(args.treebank)).items()})
     tokenizer = prepare_shared_tokenizer(accelerator, output_dir, corpus["train"], ("words", "tree"), preset.vocab_size)
     examples = encode_pairs(corpus["train"], tokenizer, "words", "tree")
-    config = VanillaTransformerConfig.from_preset(
-        preset.model_preset, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id,
-        **{k: v for k, v in {"dropout": args.dropout, "attention_dropout": args.attention_dropout}.items() if v is not None},
-    )
-    model = VanillaTransformerForConditionalGeneration(config)
+    dropouts = {"dropout": args.dropout, "attention_dropout": args.attention_dropout}
+    model = new_model(preset.model_preset, tokenizer, **{k: v for k, v in dropouts.items() if v is not None})
     settings = settings_for_run(preset, args, accelerator.num_processes, examples)
     stats = train(accelerator, model, tokenizer, examples, settings, output_dir, resume=args.resume)
 

@@ -8,14 +8,12 @@ Shared BPE -> token-budget batches -> the paper's Adam and schedule -> atomic ch
 -> beam search (beam 4, alpha 0.6, max source length + 50) -> sacreBLEU and tokenized BLEU -> results.json.
 """
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelerate.utils import set_seed
 from transformers import HfArgumentParser
 
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.corpora import load_translation_corpus
 from hf_vanilla.decoding import generate_texts
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
@@ -24,7 +22,7 @@ from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.accelerator import create_accelerator
 from hf_vanilla.training.finish import finish_run
 from hf_vanilla.training.loop import settings_for_run, train
-from hf_vanilla.training.presets import WMT_PRESETS
+from hf_vanilla.training.presets import WMT_PRESETS, new_model
 
 
 @dataclass
@@ -50,7 +48,7 @@ class Arguments:
     target_lang: str = field(default="de")
     moses_detokenize: bool = field(default=False, metadata={"help": "Undo Moses tokenization of the corpus first."})
     max_train_minutes: float | None = field(default=None, metadata={"help": "Stop training after this long."})
-    eval_sentences: int | None = field(default=None, metadata={"help": "Test sentences to translate (default: preset)."})
+    eval_sentences: int | None = field(default=None, metadata={"help": "Translate only the first N held-out sentences."})
     eval_split: str = field(default="test", metadata={"help": "Held-out split to score (test or validation)."})
     mixed_precision: str = field(default="no", metadata={"help": "no, fp16 or bf16 (Accelerate)."})
     report_to: str | None = field(default=None, metadata={"help": "An Accelerate tracker, e.g. tensorboard."})
@@ -81,22 +79,14 @@ def main(args: Arguments) -> dict:
     )
     examples = encode_pairs(corpus["train"], tokenizer, args.source_lang, args.target_lang)
 
-    config = VanillaTransformerConfig.from_preset(
-        preset.model_preset,
-        vocab_size=len(tokenizer),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id,
-    )
-    model = VanillaTransformerForConditionalGeneration(config)
+    model = new_model(preset.model_preset, tokenizer)
     settings = settings_for_run(preset, args, accelerator.num_processes, examples)
     stats = train(accelerator, model, tokenizer, examples, settings, output_dir, resume=args.resume)
 
     def evaluate(final_model) -> dict:
         held_out = corpus[args.eval_split]
-        count = args.eval_sentences or preset.eval_sentences or len(held_out)
-        held_out = held_out.select(range(min(count, len(held_out))))
+        if args.eval_sentences:
+            held_out = held_out.select(range(min(args.eval_sentences, len(held_out))))
         sources = [pair[args.source_lang] for pair in held_out["translation"]]
         references = [pair[args.target_lang] for pair in held_out["translation"]]
         hypotheses = generate_texts(final_model, tokenizer, sources)

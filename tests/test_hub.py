@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from huggingface_hub import ModelCard
 from transformers import AutoTokenizer
 

@@ -14,12 +14,18 @@ from compare_marian import marian_like  # noqa: E402
 from conftest import tiny_model  # noqa: E402
 
 
-def test_same_logits_as_marian_with_the_same_weights():
+def paired_models_and_source(seed: int, batch: int, length: int, padded_row: int, real_length: int):
+    """A tiny hf_vanilla model, a MarianMTModel holding its weights, and a random source batch with one padded row."""
     ours = tiny_model(pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
     theirs = marian_like(ours, max_positions=128).eval()
-    torch.manual_seed(1)
-    source = torch.randint(3, 1000, (3, 12))
-    source[1, 7:] = 0
+    torch.manual_seed(seed)
+    source = torch.randint(3, 1000, (batch, length))
+    source[padded_row, real_length:] = 0
+    return ours, theirs, source
+
+
+def test_same_logits_as_marian_with_the_same_weights():
+    ours, theirs, source = paired_models_and_source(seed=1, batch=3, length=12, padded_row=1, real_length=7)
     target = torch.randint(3, 1000, (3, 9))
     with torch.no_grad():
         a = ours(input_ids=source, attention_mask=(source != 0).long(), decoder_input_ids=target).logits
@@ -28,11 +34,7 @@ def test_same_logits_as_marian_with_the_same_weights():
 
 
 def test_same_greedy_and_beam_tokens_as_marian():
-    ours = tiny_model(pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
-    theirs = marian_like(ours, max_positions=128).eval()
-    torch.manual_seed(2)
-    source = torch.randint(3, 1000, (4, 10))
-    source[2, 6:] = 0
+    ours, theirs, source = paired_models_and_source(seed=2, batch=4, length=10, padded_row=2, real_length=6)
     mask = (source != 0).long()
     for beams in (1, 4):
         kwargs = dict(num_beams=beams, max_new_tokens=12, length_penalty=0.6, early_stopping=True, do_sample=False)

@@ -8,7 +8,7 @@ import pytest
 from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.parsing import parse_tree
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import RECIPES
 
 RESULT_KEYS = {"sacrebleu", "sacrebleu_signature", "tokenized_bleu", "steps", "train_tokens_per_second"}
 
@@ -39,7 +39,7 @@ def _launch(tmp_path: Path, name: str, launcher: list[str], wmt_sample: Path) ->
     import subprocess
 
     output_dir = tmp_path / name
-    command = ["accelerate", "launch", *launcher, str(ROOT / "recipes" / "wmt_ende.py"), "--preset", "demo",
+    command = ["accelerate", "launch", *launcher, str(RECIPES / "wmt_ende.py"), "--preset", "demo",
                "--dataset", str(wmt_sample), "--moses-detokenize", "--max-steps", "20", "--max-tokens", "1000",
                "--eval-split", "validation", "--eval-sentences", "4", "--save-every", "10", "--log-every", "5",
                "--output-dir", str(output_dir)]

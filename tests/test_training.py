@@ -1,6 +1,5 @@
 """The paper's schedule, token-budget batching, checkpoint averaging and exact resume."""
 
-import itertools
 import json
 
 import pytest

@@ -2,6 +2,23 @@
 
 from dataclasses import dataclass
 
+from .. import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+
+
+def new_model(model_preset: str, tokenizer, **overrides) -> VanillaTransformerForConditionalGeneration:
+    """A freshly initialised model of size `model_preset` (`hf_vanilla.PRESETS`) whose vocabulary and special tokens
+    are `tokenizer`'s, decoding starting from <s>; `overrides` set any other configuration field."""
+    config = VanillaTransformerConfig.from_preset(
+        model_preset,
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+        **overrides,
+    )
+    return VanillaTransformerForConditionalGeneration(config)
+
 
 @dataclass(frozen=True)
 class TrainingPreset:
@@ -15,7 +32,6 @@ class TrainingPreset:
     lr_scale: float = 1.0
     max_source_words: int | None = None  # training and held-out pairs longer than this are dropped
     max_train_minutes: float | None = None
-    eval_sentences: int | None = None  # held-out sentences translated at the end (None: the whole test split)
 
 
 WMT_PRESETS = {
