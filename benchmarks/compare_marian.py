@@ -217,6 +217,36 @@ def generation_speed(model, source, device, dtype, num_beams: int, new_tokens: i
     return round(source.shape[0] * (out.shape[1] - 1) / seconds, 1)
 
 
+def decoding_matmul_bound(model: VanillaTransformerForConditionalGeneration, sentences: int, beams: int, device,
+                          dtype, repeats: int = 10) -> float:
+    """Target tokens/s of a decoding step that did nothing but its weight matmuls (every decoder projection that
+    runs at each step, the cross-attention K/V excepted as they are computed once, and the output projection) on
+    sentences x beams rows, with PyTorch's own GEMM. A PyTorch implementation of this model (any of the three here)
+    decodes slower than this; the bound over MarianMTModel's measured speed is the best ratio one could reach."""
+    linears = [m for name, m in model.model.decoder.named_modules() if isinstance(m, torch.nn.Linear) and "kv_proj" not in name]
+    linears.append(model.lm_head)
+    model.to(device)
+    inputs = {m.in_features: torch.randn(sentences * beams, m.in_features, device=device) for m in linears}
+    autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
+
+    def step() -> None:
+        for linear in linears:
+            linear(inputs[linear.in_features])
+
+    with torch.no_grad(), autocast:
+        step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    seconds = (time.perf_counter() - start) / repeats
+    model.cpu()
+    return round(sentences / seconds, 1)
+
+
 def check_same_function(vanilla, marian, source, target) -> float:
     vanilla.eval(), marian.eval()
     decoder_input_ids = torch.cat([torch.full_like(target[:, :1], BOS), target[:, :-1]], dim=1)
@@ -282,6 +312,10 @@ def main() -> None:
                 results[name][f"generate_{label}_b{batch}_tok_s"] = generation_speed(
                     model, prompts, device, dtype, beams, args.new_tokens, args.repeats
                 )
+    results["matmul_bound"] = {
+        f"generate_{label}_b{batch}_tok_s": decoding_matmul_bound(vanilla, batch, beams, device, dtype)
+        for batch in (1, 16) for beams, label in ((1, "greedy"), (4, "beam4"))
+    }
     results["sampler"] = sampler_padding(4096)
     setting = dict(vars(args), threads=torch.get_num_threads(), torch=torch.__version__)
 
@@ -293,6 +327,10 @@ def main() -> None:
         row = [results[n].get(key, float("nan")) for n in names]
         ratio = row[0] / row[1] if row[1] else float("nan")
         print(f"{key:32}" + "".join(f"{v:>16}" for v in row) + f"{ratio:>16.2f}")
+    print("matmul-only bound (a decoding step that did nothing but its weight matmuls), and that bound over "
+          "MarianMTModel's measured speed:")
+    for key, bound in results["matmul_bound"].items():
+        print(f"{key:32}{bound:>16}{bound / results['MarianMTModel'][key]:>16.2f}")
     print(f"max |logit difference| hf_vanilla vs MarianMTModel with the same weights: {results['hf_vanilla']['max_logit_difference_vs_marian']:.2e}")
     print(f"padding: {results['sampler']}")
     if args.json:

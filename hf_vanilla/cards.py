@@ -152,8 +152,10 @@ def load_results(folder: Path) -> dict:
 
 def _translation_limits(results: dict) -> str:
     if results["dataset"] == "bible":
+        preset = results["training_preset"]
+        words = preset.get("max_train_source_words") or preset.get("max_source_words")
         return ("A demonstration model: trained for minutes on a CPU on Bible verses of at most "
-                f"{results['training_preset'].get('max_source_words')} words (World English Bible → Elberfelder 1932). "
+                f"{words} words (World English Bible → Elberfelder 1932). "
                 "It translates biblical English in that style and little else.")
     return ("Trained on news, parliament and web-crawled text; expect lower quality on other domains. Sentences much "
             "longer than those seen in training degrade; the output may omit or repeat content like any NMT system.")

@@ -208,27 +208,34 @@ def needed_repair(linearized: str, words: list[str], with_pos: bool = False) -> 
     return linearize(delinearize(linearized, words), with_pos) != " ".join(linearized.split())
 
 
-def _brackets(tree: Tree) -> tuple[list[str], Counter]:
-    """EVALB's view of a tree: the words it counts (punctuation removed) and the multiset of labelled spans
-    (label, start, end) over those words, without preterminals and deleted labels."""
-    counted: list[str] = []
+def _ignored_positions(gold: Tree) -> set[int]:
+    """Positions of the words EVALB does not count: those the GOLD tree tags as punctuation (or -NONE-), so that a
+    prediction's own tags (placeholders, wrong POS) never change which words are counted."""
+    return {i for i, tag in enumerate(gold.tags()) if tag in EVALB_PUNCTUATION_TAGS or tag == "-NONE-"}
+
+
+def _brackets(tree: Tree, ignored: set[int]) -> Counter:
+    """EVALB's view of a tree: the multiset of labelled spans (label, start, end) over the counted words (those not
+    in `ignored`), without preterminals and deleted labels."""
     brackets: Counter = Counter()
+    position = counted = 0
 
     def walk(node: Tree) -> None:
+        nonlocal position, counted
         if node.is_preterminal:
-            if node.label not in EVALB_PUNCTUATION_TAGS and node.label != "-NONE-":
-                counted.append(node.children[0])
+            counted += position not in ignored
+            position += 1
             return
-        start = len(counted)
+        start = counted
         for child in node.children:
             walk(child)
         label = _strip_label(node.label)
         label = EVALB_EQUAL_LABELS.get(label, label)
-        if label not in EVALB_DELETED_LABELS and len(counted) > start:
-            brackets[(label, start, len(counted))] += 1
+        if label not in EVALB_DELETED_LABELS and counted > start:
+            brackets[(label, start, counted)] += 1
 
     walk(tree)
-    return counted, brackets
+    return brackets
 
 
 def evalb(gold: list[str], pred: list[str]) -> dict:
@@ -241,8 +248,8 @@ def evalb(gold: list[str], pred: list[str]) -> dict:
         gold_parsed, pred_parsed = parse_tree(gold_tree), parse_tree(pred_tree)
         if gold_parsed.words() != pred_parsed.words():
             raise ValueError(f"sentence {index}: the predicted tree's words differ from the gold tree's.")
-        _, gold_brackets = _brackets(gold_parsed)
-        _, pred_brackets = _brackets(pred_parsed)
+        ignored = _ignored_positions(gold_parsed)
+        gold_brackets, pred_brackets = _brackets(gold_parsed, ignored), _brackets(pred_parsed, ignored)
         common = sum((gold_brackets & pred_brackets).values())
         matched += common
         gold_total += sum(gold_brackets.values())

@@ -12,14 +12,30 @@ SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]
 
 
 def train_shared_bpe(
-    texts: Iterable[str], vocab_size: int, min_frequency: int = 2, show_progress: bool = True
+    texts: Iterable[str],
+    vocab_size: int,
+    min_frequency: int = 2,
+    show_progress: bool = True,
+    whitespace_only: bool = False,
 ) -> PreTrainedTokenizerFast:
     """Learns one byte-level BPE vocabulary from source and target text together. Byte-level pieces cover every
-    string, so `decode(encode(x)) == x` for any text; every encoded sequence ends with `</s>`."""
+    string, so `decode(encode(x)) == x` for any text; every encoded sequence ends with `</s>`.
+
+    Merges never cross a pre-token boundary: by default GPT-2's (letters, digits and punctuation apart); with
+    `whitespace_only`, the whitespace-separated pieces, for text that is tokenized already, such as treebank words
+    and linearized trees, whose symbols like `(NP` and `)NP` then become single tokens rather than `(` + `NP`."""
     if vocab_size <= len(SPECIAL_TOKENS) + 256:
         raise ValueError(f"vocab_size must exceed {len(SPECIAL_TOKENS) + 256} (special tokens + 256 bytes).")
     tokenizer = Tokenizer(models.BPE(unk_token=UNK))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if whitespace_only:
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(" ", behavior="merged_with_next"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
+    else:
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -47,12 +63,14 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
     return AutoTokenizer.from_pretrained(str(path))
 
 
-def prepare_shared_tokenizer(accelerator, output_dir: Path, train_split, languages: tuple[str, str], vocab_size: int):
+def prepare_shared_tokenizer(
+    accelerator, output_dir: Path, train_split, languages: tuple[str, str], vocab_size: int, whitespace_only: bool = False
+) -> PreTrainedTokenizerFast:
     """The run's tokenizer, in `output_dir/tokenizer`: trained once by the main process on the training split's
     source and target text (or reused when a resumed run already has it), then loaded by every process."""
     folder = Path(output_dir) / "tokenizer"
     if accelerator.is_main_process and not (folder / "tokenizer.json").exists():
         texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
-        train_shared_bpe(texts, vocab_size).save_pretrained(folder)
+        train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only).save_pretrained(folder)
     accelerator.wait_for_everyone()
     return load_tokenizer(folder)

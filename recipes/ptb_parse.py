@@ -45,6 +45,10 @@ class Arguments:
                   "development set: compare runs with --eval-split validation."},
     )
     attention_dropout: float | None = field(default=None, metadata={"help": "Dropout on attention weights (default 0)."})
+    pos_tags: bool = field(
+        default=False,
+        metadata={"help": "Output each word's POS tag instead of the XX placeholder (EVALB ignores the tags either way)."},
+    )
     max_train_minutes: float | None = field(default=None)
     eval_split: str = field(default="test")
     eval_sentences: int | None = field(default=None, metadata={"help": "Parse only the first N held-out sentences."})
@@ -68,10 +72,9 @@ def treebank_path(name: str) -> Path:
         raise SystemExit("NLTK's treebank sample is not installed: python -m nltk.downloader treebank, or set NLTK_DATA") from error
 
 
-def as_pairs(trees: list[str]) -> Dataset:
-    return Dataset.from_dict(
-        {"translation": [{"words": " ".join(tree_words(t)), "tree": linearize(t)} for t in trees], "gold": trees}
-    )
+def as_pairs(trees: list[str], pos_tags: bool) -> Dataset:
+    pairs = [{"words": " ".join(tree_words(t)), "tree": linearize(t, with_pos=pos_tags)} for t in trees]
+    return Dataset.from_dict({"translation": pairs, "gold": trees})
 
 
 def main(args: Arguments) -> dict:
@@ -82,8 +85,12 @@ def main(args: Arguments) -> dict:
     accelerator = create_accelerator("ptb_parse", output_dir, args.mixed_precision, args.report_to, vars(args))
     set_seed(args.seed)
     output_dir.mkdir(parents=True, exist_ok=True)
-    corpus = DatasetDict({split: as_pairs(trees) for split, trees in treebank_splits(treebank_path(args.treebank)).items()})
-    tokenizer = prepare_shared_tokenizer(accelerator, output_dir, corpus["train"], ("words", "tree"), preset.vocab_size)
+    splits = treebank_splits(treebank_path(args.treebank))
+    corpus = DatasetDict({split: as_pairs(trees, args.pos_tags) for split, trees in splits.items()})
+    # Treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
+    tokenizer = prepare_shared_tokenizer(
+        accelerator, output_dir, corpus["train"], ("words", "tree"), preset.vocab_size, whitespace_only=True
+    )
     examples = encode_pairs(corpus["train"], tokenizer, "words", "tree")
     dropouts = {"dropout": args.dropout, "attention_dropout": args.attention_dropout}
     model = new_model(preset.model_preset, tokenizer, **{k: v for k, v in dropouts.items() if v is not None})
@@ -100,7 +107,7 @@ def main(args: Arguments) -> dict:
         predictions, repaired = [], 0
         for sentence, output in zip(sentences, outputs):
             words = sentence.split()
-            repaired += needed_repair(output, words)
+            repaired += needed_repair(output, words, with_pos=args.pos_tags)
             predictions.append(delinearize(output, words))
         (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
         scores = evalb(held_out["gold"], predictions)

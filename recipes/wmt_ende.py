@@ -14,7 +14,7 @@ from pathlib import Path
 from accelerate.utils import set_seed
 from transformers import HfArgumentParser
 
-from hf_vanilla.data.corpora import load_translation_corpus
+from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
 from hf_vanilla.decoding import generate_texts
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 from hf_vanilla.data.encoding import encode_pairs
@@ -69,11 +69,8 @@ def main(args: Arguments) -> dict:
     dataset = args.dataset or ("bible" if args.preset == "demo" else "wmt14")
     with accelerator.main_process_first():
         corpus = load_translation_corpus(dataset, args.source_lang, args.target_lang, args.moses_detokenize)
-    corpus = corpus.filter(
-        lambda row: all(row["translation"][lang].strip() for lang in (args.source_lang, args.target_lang))
-        and (preset.max_source_words is None or len(row["translation"][args.source_lang].split()) <= preset.max_source_words),
-        desc="selecting pairs",
-    )
+    limits = {split: preset.word_limit(split) for split in corpus}
+    corpus = select_pairs(corpus, args.source_lang, args.target_lang, limits)
     tokenizer = prepare_shared_tokenizer(
         accelerator, output_dir, corpus["train"], (args.source_lang, args.target_lang), preset.vocab_size
     )

@@ -1,5 +1,6 @@
 """Treebank reading, preprocessing, linearization, repair and EVALB scoring."""
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from hf_vanilla.parsing import (
     tree_tags,
     tree_words,
 )
+from hf_vanilla.tokenization import train_shared_bpe
 
 RAW = "( (S (NP-SBJ-1 (DT The) (NN cat)) (VP (VBD sat) (NP (-NONE- *-1)) (PP-LOC (IN on) (NP (DT the) (NN mat)))) (. .)) )"
 
@@ -42,6 +44,26 @@ def test_round_trip_on_every_tree_of_the_shared_treebank(treebank_dir):
         assert delinearize(linearize(clean), words, tags) == clean
         assert delinearize(linearize(clean, with_pos=True), words) == clean
         assert not needed_repair(linearize(clean), words)
+
+
+def test_whole_piece_bpe_keeps_every_bracket_symbol_one_token_and_round_trips(treebank_dir):
+    trees = [preprocess(t) for t in read_treebank(treebank_dir)]
+    train, held_out = trees[:3000], trees[3000:]
+    texts = [text for t in train for text in (" ".join(tree_words(t)), linearize(t))]
+    tokenizer = train_shared_bpe(texts, vocab_size=4000, show_progress=False, whitespace_only=True)
+    gpt2_style = train_shared_bpe(texts, vocab_size=4000, show_progress=False)
+    symbols = Counter(symbol for t in train for symbol in linearize(t).split())
+    for symbol, count in symbols.items():
+        if count >= 20:  # every bracket symbol (and XX) seen 20 times is one token, at the demo's 4k vocabulary
+            assert len(tokenizer.tokenize(" " + symbol)) == 1, symbol
+    whole, split = 0, 0
+    for tree in held_out[:200]:
+        linearized, words = linearize(tree), " ".join(tree_words(tree))
+        whole += len(tokenizer(linearized)["input_ids"])
+        split += len(gpt2_style(linearized)["input_ids"])
+        for text in (linearized, words):
+            assert tokenizer.decode(tokenizer(text)["input_ids"], skip_special_tokens=True) == text
+    assert split > 1.5 * whole  # GPT-2's pre-tokenizer cuts "(NP" into "(" + "NP": 1.6 times the tokens
 
 
 def test_reader_handles_ldc_layout_and_several_trees_per_file(tmp_path):
@@ -112,6 +134,18 @@ def test_evalb_ignores_punctuation_and_pos_tags():
     # Attaching the final period inside the VP changes no counted span once punctuation is removed; POS tags differ.
     pred = "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NNS mat))) (. .)))"
     assert evalb([GOLD], [pred])["f1"] == 100.0
+
+
+def test_evalb_removes_the_words_gold_tags_as_punctuation_whatever_the_prediction_tags():
+    # As EVALB does: the gold tree decides which words are punctuation. A parser's placeholder tags (XX) or wrong
+    # tags must neither keep the final "." in its spans nor remove a word.
+    placeholders = delinearize(linearize(GOLD), tree_words(GOLD))
+    assert "(XX .)" in placeholders and evalb([GOLD], [placeholders])["f1"] == 100.0
+    mistagged = GOLD.replace("(NN cat)", "(. cat)")
+    assert evalb([GOLD], [mistagged])["f1"] == 100.0
+    wrong = "(S (NP (XX The) (XX cat) (XX sat)) (VP (XX on) (NP (XX the) (XX mat))) (XX .))"
+    # Predicted: S(0,6) NP(0,3) VP(3,6) NP(4,6); gold: S(0,6) NP(0,2) VP(2,6) PP(3,6) NP(4,6).
+    assert evalb([GOLD], [wrong]) == dict(precision=50.0, recall=40.0, f1=44.44, exact_match=0.0, sentences=1)
 
 
 def test_evalb_counts_advp_and_prt_as_equal_and_strips_function_tags():

@@ -74,6 +74,25 @@ def _read_parallel(source_file: Path, target_file: Path, source_lang: str, targe
     )
 
 
+def select_pairs(
+    corpus: DatasetDict, source_lang: str, target_lang: str, word_limits: dict[str, int | None] | None = None
+) -> DatasetDict:
+    """Drops pairs with an empty side, and pairs of a split whose source has more whitespace-separated words than
+    `word_limits[split]` (a missing or None limit keeps every length)."""
+    word_limits = word_limits or {}
+
+    def keep(row: dict, limit: int | None) -> bool:
+        pair = row["translation"]
+        if not (pair[source_lang].strip() and pair[target_lang].strip()):
+            return False
+        return limit is None or len(pair[source_lang].split()) <= limit
+
+    return DatasetDict({
+        split: pairs.filter(keep, fn_kwargs={"limit": word_limits.get(split)}, desc=f"selecting {split} pairs")
+        for split, pairs in corpus.items()
+    })
+
+
 def _check_schema(corpus: DatasetDict, source_lang: str, target_lang: str, name: str) -> None:
     for split, data in corpus.items():
         if "translation" not in data.column_names:
