@@ -104,7 +104,7 @@ def _translate(args: argparse.Namespace) -> None:
 
 def _parse(args: argparse.Namespace) -> None:
     from .decoding import generate_texts
-    from .parsing import delinearize
+    from .parsing import tree_from_output
 
     lines = _input_lines(args)
     model, tokenizer = _load(args.model)
@@ -115,7 +115,8 @@ def _parse(args: argparse.Namespace) -> None:
     outputs = generate_texts(
         model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args)
     )
-    trees = [delinearize(output, sentence.split()) if sentence else "" for sentence, output in zip(sentences, outputs)]
+    leaves = model.config.tree_leaves
+    trees = [tree_from_output(output, s.split(), leaves) if s else "" for s, output in zip(sentences, outputs)]
     sys.stdout.write("".join(tree + "\n" for tree in trees))
 
 

@@ -16,7 +16,7 @@ PRESETS: dict[str, dict] = {
     "demo": dict(d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512, dropout=0.1),
     "demo_parsing": dict(
         d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512, dropout=0.1,
-        decoding="parsing",
+        decoding="parsing", tree_leaves="words",
     ),
     "tiny": dict(
         vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128, dropout=0.1
@@ -29,6 +29,8 @@ DECODING: dict[str, dict] = {
     "translation": dict(num_beams=4, length_penalty=0.6, length_penalty_style="gnmt", max_length_offset=50),
     "parsing": dict(num_beams=21, length_penalty=0.3, length_penalty_style="gnmt", max_length_offset=300),
 }
+
+TREE_LEAVES = ("placeholder", "pos", "words")
 
 
 @strict
@@ -56,6 +58,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
         init_std: standard deviation of the normal initialisation of every projection matrix (embeddings: d_model^-0.5).
         decoding: which of the paper's decodings (`DECODING`) the model's `generation_config` starts from:
             `"translation"` (beam 4, alpha 0.6, source length + 50) or `"parsing"` (beam 21, alpha 0.3, + 300).
+        tree_leaves: for parsers, what stands for each word in the linearized trees the model emits: `"placeholder"`
+            (XX, Vinyals et al., 2015), `"pos"` (its POS tag) or `"words"` (the word itself, copied).
         tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax
             projection (section 3.4). `False` gives three independent matrices.
     """
@@ -80,6 +84,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
     layer_norm_eps: float = 1e-5
     init_std: float = 0.02
     decoding: str = "translation"
+    tree_leaves: str = "placeholder"
     use_cache: bool = True
     is_encoder_decoder: bool = True
     pad_token_id: int | None = 0
@@ -112,6 +117,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             )
         if self.decoding not in DECODING:
             problems.append(f"decoding must be one of {sorted(DECODING)}, got {self.decoding!r}")
+        if self.tree_leaves not in TREE_LEAVES:
+            problems.append(f"tree_leaves must be one of {list(TREE_LEAVES)}, got {self.tree_leaves!r}")
         if self.max_position_embeddings < 1:
             problems.append(f"max_position_embeddings must be positive, got {self.max_position_embeddings}")
         if self.pad_token_id is None:

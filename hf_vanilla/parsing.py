@@ -146,13 +146,15 @@ def tree_tags(tree: str) -> list[str]:
     return parse_tree(tree).tags()
 
 
-def linearize(tree: str, with_pos: bool = False) -> str:
-    """Vinyals et al. (2015): `(S (NP XX XX )NP (VP XX (NP XX XX )NP )VP XX )S`. Each word becomes `XX`, or its POS
-    tag with `with_pos=True`."""
+def linearize(tree: str, with_pos: bool = False, with_words: bool = False) -> str:
+    """Vinyals et al. (2015): `(S (NP XX XX )NP (VP XX (NP XX XX )NP )VP XX )S`. Each word becomes `XX`, its POS
+    tag with `with_pos=True`, or stays itself with `with_words=True` (`(S (NP The cat )NP ...`)."""
+    if with_pos and with_words:
+        raise ValueError("linearize: with_pos and with_words exclude each other.")
 
     def walk(node: Tree) -> list[str]:
         if node.is_preterminal:
-            return [node.label if with_pos else PLACEHOLDER]
+            return [node.children[0] if with_words else node.label if with_pos else PLACEHOLDER]
         return [f"({node.label}"] + [t for c in node.children for t in walk(c)] + [f"){node.label}"]
 
     return " ".join(walk(parse_tree(tree)))
@@ -202,10 +204,17 @@ def delinearize(linearized: str, words: list[str], tags: list[str] | None = None
     return str(pruned)
 
 
-def needed_repair(linearized: str, words: list[str], with_pos: bool = False) -> bool:
+def tree_from_output(output: str, words: list[str], leaves: str = "placeholder") -> str:
+    """`delinearize` for a parser whose trees have `leaves` (`placeholder`, `pos` or `words`, as the model's
+    `config.tree_leaves`): copied words are not tags, so their preterminals get the XX placeholder."""
+    return delinearize(output, words, [PLACEHOLDER] * len(words) if leaves == "words" and words else None)
+
+
+def needed_repair(linearized: str, words: list[str], with_pos: bool = False, with_words: bool = False) -> bool:
     """Whether `delinearize` had to change the model's output (unbalanced or mislabelled brackets, a wrong number of
-    placeholders, empty constituents, several top-level pieces)."""
-    return linearize(delinearize(linearized, words), with_pos) != " ".join(linearized.split())
+    placeholders, empty constituents, several top-level pieces; with `with_words`, also any word not copied exactly)."""
+    repaired = tree_from_output(linearized, words, "words" if with_words else "placeholder")
+    return linearize(repaired, with_pos, with_words) != " ".join(linearized.split())
 
 
 def _ignored_positions(gold: Tree) -> set[int]:

@@ -14,9 +14,10 @@ from accelerate.utils import set_seed
 from datasets import Dataset, DatasetDict
 from transformers import HfArgumentParser
 
+from hf_vanilla.configuration_vanilla import PRESETS, TREE_LEAVES
 from hf_vanilla.data.encoding import encode_pairs
 from hf_vanilla.decoding import generate_texts
-from hf_vanilla.parsing import delinearize, evalb, linearize, needed_repair, treebank_splits, tree_words
+from hf_vanilla.parsing import evalb, linearize, needed_repair, tree_from_output, treebank_splits, tree_words
 from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.accelerator import create_accelerator
 from hf_vanilla.training.finish import finish_run
@@ -45,9 +46,10 @@ class Arguments:
                   "development set: compare runs with --eval-split validation."},
     )
     attention_dropout: float | None = field(default=None, metadata={"help": "Dropout on attention weights (default 0)."})
-    pos_tags: bool = field(
-        default=False,
-        metadata={"help": "Output each word's POS tag instead of the XX placeholder (EVALB ignores the tags either way)."},
+    tree_leaves: str | None = field(
+        default=None,
+        metadata={"help": "What stands for each word in the output trees: placeholder (XX, the paper's setup), pos "
+                  "(its tag) or words (copied); default: the preset's (demo: words). EVALB ignores tags either way."},
     )
     max_train_minutes: float | None = field(default=None)
     eval_split: str = field(default="test")
@@ -72,8 +74,9 @@ def treebank_path(name: str) -> Path:
         raise SystemExit("NLTK's treebank sample is not installed: python -m nltk.downloader treebank, or set NLTK_DATA") from error
 
 
-def as_pairs(trees: list[str], pos_tags: bool) -> Dataset:
-    pairs = [{"words": " ".join(tree_words(t)), "tree": linearize(t, with_pos=pos_tags)} for t in trees]
+def as_pairs(trees: list[str], leaves: str) -> Dataset:
+    with_pos, with_words = leaves == "pos", leaves == "words"
+    pairs = [{"words": " ".join(tree_words(t)), "tree": linearize(t, with_pos, with_words)} for t in trees]
     return Dataset.from_dict({"translation": pairs, "gold": trees})
 
 
@@ -85,15 +88,19 @@ def main(args: Arguments) -> dict:
     accelerator = create_accelerator("ptb_parse", output_dir, args.mixed_precision, args.report_to, vars(args))
     set_seed(args.seed)
     output_dir.mkdir(parents=True, exist_ok=True)
+    leaves = args.tree_leaves or PRESETS[preset.model_preset].get("tree_leaves", "placeholder")
+    if leaves not in TREE_LEAVES:
+        raise SystemExit(f"--tree-leaves must be one of {list(TREE_LEAVES)}, got {leaves!r}")
     splits = treebank_splits(treebank_path(args.treebank))
-    corpus = DatasetDict({split: as_pairs(trees, args.pos_tags) for split, trees in splits.items()})
+    corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items()})
     # Treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
     tokenizer = prepare_shared_tokenizer(
         accelerator, output_dir, corpus["train"], ("words", "tree"), preset.vocab_size, whitespace_only=True
     )
     examples = encode_pairs(corpus["train"], tokenizer, "words", "tree")
     dropouts = {"dropout": args.dropout, "attention_dropout": args.attention_dropout}
-    model = new_model(preset.model_preset, tokenizer, **{k: v for k, v in dropouts.items() if v is not None})
+    overrides = {k: v for k, v in dropouts.items() if v is not None}
+    model = new_model(preset.model_preset, tokenizer, tree_leaves=leaves, **overrides)
     settings = settings_for_run(preset, args, accelerator.num_processes, examples)
     stats = train(accelerator, model, tokenizer, examples, settings, output_dir, resume=args.resume)
 
@@ -107,8 +114,8 @@ def main(args: Arguments) -> dict:
         predictions, repaired = [], 0
         for sentence, output in zip(sentences, outputs):
             words = sentence.split()
-            repaired += needed_repair(output, words, with_pos=args.pos_tags)
-            predictions.append(delinearize(output, words))
+            repaired += needed_repair(output, words, with_pos=leaves == "pos", with_words=leaves == "words")
+            predictions.append(tree_from_output(output, words, leaves))
         (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
         scores = evalb(held_out["gold"], predictions)
         return {
@@ -120,7 +127,7 @@ def main(args: Arguments) -> dict:
             ],
         }
 
-    results = finish_run(accelerator, output_dir, stats, preset, args, evaluate, extra={"treebank": args.treebank, "task": "parsing"})
+    results = finish_run(accelerator, output_dir, stats, preset, args, evaluate, extra={"treebank": args.treebank, "task": "parsing", "tree_leaves": leaves})
     accelerator.end_training()
     return results
 

@@ -94,4 +94,4 @@ def test_parse_always_gives_well_formed_trees_over_the_input_words(parse_run):
     assert len(trees) == 3 and trees[1] == ""
     for sentence, tree in zip(sentences, trees):
         if sentence:
-            assert parse_tree(tree).words() == sentence.split()
+            assert parse_tree(tree).words() == sentence.split() and set(parse_tree(tree).tags()) == {"XX"}

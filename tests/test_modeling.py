@@ -38,6 +38,7 @@ def batch(seed: int = 1, lengths=(7, 4, 6), vocab: int = 1000) -> tuple[torch.Te
         (dict(label_smoothing=1.5), "label_smoothing"),
         (dict(norm_style="sandwich"), "norm_style"),
         (dict(position_embedding_type="rotary"), "position_embedding_type"),
+        (dict(tree_leaves="xx"), "tree_leaves"),
     ],
 )
 def test_config_rejects_values_that_cannot_work(overrides, message):

@@ -14,6 +14,7 @@ from hf_vanilla.parsing import (
     parse_tree,
     preprocess,
     read_treebank,
+    tree_from_output,
     tree_tags,
     tree_words,
 )
@@ -29,10 +30,24 @@ def test_preprocess_strips_function_tags_empty_elements_and_root():
     )
 
 
-def test_linearize_matches_vinyals_format_with_optional_pos():
+def test_linearize_matches_vinyals_format_with_optional_pos_or_words():
     tree = preprocess(RAW)
     assert linearize(tree) == "(S (NP XX XX )NP (VP XX (PP XX (NP XX XX )NP )PP )VP XX )S"
     assert linearize(tree, with_pos=True) == "(S (NP DT NN )NP (VP VBD (PP IN (NP DT NN )NP )PP )VP . )S"
+    assert linearize(tree, with_words=True) == "(S (NP The cat )NP (VP sat (PP on (NP the mat )NP )PP )VP . )S"
+    with pytest.raises(ValueError, match="exclude each other"):
+        linearize(tree, with_pos=True, with_words=True)
+
+
+def test_copied_words_are_leaves_not_tags_and_a_miscopied_word_is_a_repair():
+    words = ["The", "cat", "sat", "."]
+    output = "(S (NP The kat )NP (VP sat )VP . )S"  # "cat" miscopied: the input's word is kept
+    assert tree_from_output(output, words, "words") == "(S (NP (XX The) (XX cat)) (VP (XX sat)) (XX .))"
+    assert needed_repair(output, words, with_words=True)
+    assert not needed_repair(output.replace("kat", "cat"), words, with_words=True)
+    assert tree_from_output("(S (NP DT NN )NP (VP VBD )VP . )S", words, "pos") == (
+        "(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))"
+    )
 
 
 def test_round_trip_on_every_tree_of_the_shared_treebank(treebank_dir):
@@ -44,6 +59,9 @@ def test_round_trip_on_every_tree_of_the_shared_treebank(treebank_dir):
         assert delinearize(linearize(clean), words, tags) == clean
         assert delinearize(linearize(clean, with_pos=True), words) == clean
         assert not needed_repair(linearize(clean), words)
+        copied = linearize(clean, with_words=True)
+        assert tree_from_output(copied, words, "words") == delinearize(linearize(clean), words)
+        assert not needed_repair(copied, words, with_words=True)
 
 
 def test_whole_piece_bpe_keeps_every_bracket_symbol_one_token_and_round_trips(treebank_dir):
