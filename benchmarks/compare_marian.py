@@ -223,7 +223,8 @@ def decoding_matmul_bound(model: VanillaTransformerForConditionalGeneration, sen
     runs at each step, the cross-attention K/V excepted as they are computed once, and the output projection) on
     sentences x beams rows, with PyTorch's own GEMM. A PyTorch implementation of this model (any of the three here)
     decodes slower than this; the bound over MarianMTModel's measured speed is the best ratio one could reach."""
-    linears = [m for name, m in model.model.decoder.named_modules() if isinstance(m, torch.nn.Linear) and "kv_proj" not in name]
+    decoder = model.model.decoder.named_modules()
+    linears = [m for name, m in decoder if isinstance(m, torch.nn.Linear) and "kv_proj" not in name]
     linears.append(model.lm_head)
     model.to(device)
     inputs = {m.in_features: torch.randn(sentences * beams, m.in_features, device=device) for m in linears}

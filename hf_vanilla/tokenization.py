@@ -64,7 +64,12 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
 
 
 def prepare_shared_tokenizer(
-    accelerator, output_dir: Path, train_split, languages: tuple[str, str], vocab_size: int, whitespace_only: bool = False
+    accelerator,
+    output_dir: Path,
+    train_split,
+    languages: tuple[str, str],
+    vocab_size: int,
+    whitespace_only: bool = False,
 ) -> PreTrainedTokenizerFast:
     """The run's tokenizer, in `output_dir/tokenizer`: trained once by the main process on the training split's
     source and target text (or reused when a resumed run already has it), then loaded by every process."""

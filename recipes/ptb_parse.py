@@ -127,7 +127,8 @@ def main(args: Arguments) -> dict:
             ],
         }
 
-    results = finish_run(accelerator, output_dir, stats, preset, args, evaluate, extra={"treebank": args.treebank, "task": "parsing", "tree_leaves": leaves})
+    extra = {"treebank": args.treebank, "task": "parsing", "tree_leaves": leaves}
+    results = finish_run(accelerator, output_dir, stats, preset, args, evaluate, extra=extra)
     accelerator.end_training()
     return results
 
