@@ -197,6 +197,20 @@ def cpu_peak_memory(name: str, batch: int, length: int) -> float:
     return round(value, 1)
 
 
+def _seconds_per_call(call, device: torch.device, repeats: int):
+    """Mean wall time of `call()` over `repeats` calls after one warm-up call (synchronising CUDA around the timed
+    calls), and the last call's result."""
+    call()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        result = call()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / repeats, result
+
+
 def generation_speed(model, source, device, dtype, num_beams: int, new_tokens: int, repeats: int) -> float:
     model.to(device).eval()
     source = source.to(device)
@@ -204,15 +218,9 @@ def generation_speed(model, source, device, dtype, num_beams: int, new_tokens: i
                   early_stopping=True, length_penalty=0.6 if num_beams > 1 else 1.0, num_return_sequences=1)
     autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
     with torch.no_grad(), autocast:
-        model.generate(input_ids=source, attention_mask=torch.ones_like(source), **kwargs)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(repeats):
-            out = model.generate(input_ids=source, attention_mask=torch.ones_like(source), **kwargs)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-    seconds = (time.perf_counter() - start) / repeats
+        seconds, out = _seconds_per_call(
+            lambda: model.generate(input_ids=source, attention_mask=torch.ones_like(source), **kwargs), device, repeats
+        )
     model.cpu()
     return round(source.shape[0] * (out.shape[1] - 1) / seconds, 1)
 
@@ -235,15 +243,7 @@ def decoding_matmul_bound(model: VanillaTransformerForConditionalGeneration, sen
             linear(inputs[linear.in_features])
 
     with torch.no_grad(), autocast:
-        step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(repeats):
-            step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-    seconds = (time.perf_counter() - start) / repeats
+        seconds, _ = _seconds_per_call(step, device, repeats)
     model.cpu()
     return round(sentences / seconds, 1)
 

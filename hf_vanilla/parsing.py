@@ -210,11 +210,15 @@ def tree_from_output(output: str, words: list[str], leaves: str = "placeholder")
     return delinearize(output, words, [PLACEHOLDER] * len(words) if leaves == "words" and words else None)
 
 
-def needed_repair(linearized: str, words: list[str], with_pos: bool = False, with_words: bool = False) -> bool:
-    """Whether `delinearize` had to change the model's output (unbalanced or mislabelled brackets, a wrong number of
-    placeholders, empty constituents, several top-level pieces; with `with_words`, also any word not copied exactly)."""
-    repaired = tree_from_output(linearized, words, "words" if with_words else "placeholder")
-    return linearize(repaired, with_pos, with_words) != " ".join(linearized.split())
+def linearize_leaves(tree: str, leaves: str = "placeholder") -> str:
+    """`linearize` with the leaves a parser emits: `placeholder`, `pos` or `words` (the model's `config.tree_leaves`)."""
+    return linearize(tree, with_pos=leaves == "pos", with_words=leaves == "words")
+
+
+def needed_repair(output: str, words: list[str], leaves: str = "placeholder") -> bool:
+    """Whether `delinearize` had to change a parser's output (unbalanced or mislabelled brackets, a wrong number of
+    leaves, empty constituents, several top-level pieces; with copied words, also any word not copied exactly)."""
+    return linearize_leaves(tree_from_output(output, words, leaves), leaves) != " ".join(output.split())
 
 
 def _ignored_positions(gold: Tree) -> set[int]:

@@ -14,10 +14,10 @@ from accelerate.utils import set_seed
 from datasets import Dataset, DatasetDict
 from transformers import HfArgumentParser
 
-from hf_vanilla.configuration_vanilla import PRESETS, TREE_LEAVES
+from hf_vanilla.configuration_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.encoding import encode_pairs
 from hf_vanilla.decoding import generate_texts
-from hf_vanilla.parsing import evalb, linearize, needed_repair, tree_from_output, treebank_splits, tree_words
+from hf_vanilla.parsing import evalb, linearize_leaves, needed_repair, tree_from_output, treebank_splits, tree_words
 from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.accelerator import create_accelerator
 from hf_vanilla.training.finish import finish_run
@@ -75,8 +75,7 @@ def treebank_path(name: str) -> Path:
 
 
 def as_pairs(trees: list[str], leaves: str) -> Dataset:
-    with_pos, with_words = leaves == "pos", leaves == "words"
-    pairs = [{"words": " ".join(tree_words(t)), "tree": linearize(t, with_pos, with_words)} for t in trees]
+    pairs = [{"words": " ".join(tree_words(t)), "tree": linearize_leaves(t, leaves)} for t in trees]
     return Dataset.from_dict({"translation": pairs, "gold": trees})
 
 
@@ -88,9 +87,13 @@ def main(args: Arguments) -> dict:
     accelerator = create_accelerator("ptb_parse", output_dir, args.mixed_precision, args.report_to, vars(args))
     set_seed(args.seed)
     output_dir.mkdir(parents=True, exist_ok=True)
-    leaves = args.tree_leaves or PRESETS[preset.model_preset].get("tree_leaves", "placeholder")
-    if leaves not in TREE_LEAVES:
-        raise SystemExit(f"--tree-leaves must be one of {list(TREE_LEAVES)}, got {leaves!r}")
+    # The preset's leaves, or --tree-leaves checked by the configuration before any data is prepared.
+    try:
+        leaves = VanillaTransformerConfig.from_preset(
+            preset.model_preset, **({"tree_leaves": args.tree_leaves} if args.tree_leaves else {})
+        ).tree_leaves
+    except ValueError as error:
+        raise SystemExit(f"--tree-leaves: {error}") from error
     splits = treebank_splits(treebank_path(args.treebank))
     corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items()})
     # Treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
@@ -114,7 +117,7 @@ def main(args: Arguments) -> dict:
         predictions, repaired = [], 0
         for sentence, output in zip(sentences, outputs):
             words = sentence.split()
-            repaired += needed_repair(output, words, with_pos=leaves == "pos", with_words=leaves == "words")
+            repaired += needed_repair(output, words, leaves)
             predictions.append(tree_from_output(output, words, leaves))
         (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
         scores = evalb(held_out["gold"], predictions)

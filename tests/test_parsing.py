@@ -43,8 +43,8 @@ def test_copied_words_are_leaves_not_tags_and_a_miscopied_word_is_a_repair():
     words = ["The", "cat", "sat", "."]
     output = "(S (NP The kat )NP (VP sat )VP . )S"  # "cat" miscopied: the input's word is kept
     assert tree_from_output(output, words, "words") == "(S (NP (XX The) (XX cat)) (VP (XX sat)) (XX .))"
-    assert needed_repair(output, words, with_words=True)
-    assert not needed_repair(output.replace("kat", "cat"), words, with_words=True)
+    assert needed_repair(output, words, "words")
+    assert not needed_repair(output.replace("kat", "cat"), words, "words")
     assert tree_from_output("(S (NP DT NN )NP (VP VBD )VP . )S", words, "pos") == (
         "(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))"
     )
@@ -61,7 +61,7 @@ def test_round_trip_on_every_tree_of_the_shared_treebank(treebank_dir):
         assert not needed_repair(linearize(clean), words)
         copied = linearize(clean, with_words=True)
         assert tree_from_output(copied, words, "words") == delinearize(linearize(clean), words)
-        assert not needed_repair(copied, words, with_words=True)
+        assert not needed_repair(copied, words, "words")
 
 
 def test_whole_piece_bpe_keeps_every_bracket_symbol_one_token_and_round_trips(treebank_dir):
