@@ -117,6 +117,7 @@ def render_model_card(results: dict, config: VanillaTransformerConfig, generatio
             split_rule="sections 02-21 train, 22 development, 23 test" if full_wsj
             else "NLTK's 10% sample: files 0001-0159 train, 0160-0179 development, 0180-0199 test",
             repaired_percent=round(100 * results["repaired_share"], 1),
+            tree_grammar=results.get("tree_grammar", False),  # runs before the grammar existed decoded freely
             example="The cat sat on the mat .",
             limits="Input must be tokenized as the Penn Treebank is (punctuation split off, `n't` separate). "
             "Trained on newswire; expect lower accuracy on other genres.",

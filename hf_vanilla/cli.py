@@ -105,6 +105,7 @@ def _translate(args: argparse.Namespace) -> None:
 def _parse(args: argparse.Namespace) -> None:
     from .decoding import generate_texts
     from .parsing import tree_from_output
+    from .tree_grammar import tree_grammar_for
 
     lines = _input_lines(args)
     model, tokenizer = _load(args.model)
@@ -112,10 +113,12 @@ def _parse(args: argparse.Namespace) -> None:
         raise _fail(f"{args.model} is a {model.config.decoding} model, not a parser; use `hf-vanilla translate`")
     _check_lengths(args, lines, tokenizer)
     sentences = [" ".join(line.split()) for line in lines]
-    outputs = generate_texts(
-        model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args)
-    )
     leaves = model.config.tree_leaves
+    grammar = tree_grammar_for(tokenizer, leaves) if args.tree_grammar else None
+    outputs = generate_texts(
+        model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), processors_for_batch=grammar,
+        **_decoding_flags(args),
+    )
     trees = [tree_from_output(output, s.split(), leaves) if s else "" for s, output in zip(sentences, outputs)]
     sys.stdout.write("".join(tree + "\n" for tree in trees))
 
@@ -166,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     translate.set_defaults(run=_translate)
     parse = commands.add_parser("parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed.")
     _add_decoding_arguments(parse)
+    parse.add_argument(
+        "--no-tree-grammar", dest="tree_grammar", action="store_false",
+        help="Decode freely, as the paper did (default: only well-formed trees over the input words).",
+    )
     parse.set_defaults(run=_parse)
     push = commands.add_parser("push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it.")
     push.add_argument("folder", help="A recipe's output folder, or a model folder holding its results.json.")

@@ -4,7 +4,8 @@
     accelerate launch recipes/ptb_parse.py --preset parsing --treebank /data/ptb/parsed/mrg/wsj
 
 Trees -> (words, linearized tree) pairs -> the same tokenizer, batching, loop, checkpoints and averaging as the
-translation recipe -> beam 21, alpha 0.3, max input + 300 -> `delinearize` repair -> EVALB -> results.json.
+translation recipe -> beam 21, alpha 0.3, max input + 300, under the tree grammar (or freely: --no-tree-grammar) ->
+`delinearize` repair -> EVALB -> results.json.
 """
 
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from hf_vanilla.decoding import generate_texts
 from hf_vanilla.parsing import evalb, linearize_leaves, needed_repair, tree_from_output, treebank_splits, tree_words
 from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.accelerator import create_accelerator
+from hf_vanilla.tree_grammar import tree_grammar_for
 from hf_vanilla.training.finish import finish_run
 from hf_vanilla.training.loop import settings_for_run, train
 from hf_vanilla.training.presets import PARSING_PRESETS, new_model
@@ -50,6 +52,12 @@ class Arguments:
         default=None,
         metadata={"help": "What stands for each word in the output trees: placeholder (XX, the paper's setup), pos "
                   "(its tag) or words (copied); default: the preset's (demo: words). EVALB ignores tags either way."},
+    )
+    tree_grammar: bool = field(
+        default=True,
+        metadata={"help": "Decode under the grammar of trees over the input words (hf_vanilla.tree_grammar): every "
+                  "hypothesis a well-formed tree prefix. --no-tree-grammar decodes freely as the paper did; either way "
+                  "`delinearize` repairs what comes out."},
     )
     max_train_minutes: float | None = field(default=None)
     eval_split: str = field(default="test")
@@ -113,6 +121,8 @@ def main(args: Arguments) -> dict:
             held_out = held_out.select(range(min(args.eval_sentences, len(held_out))))
         sentences = [pair["words"] for pair in held_out["translation"]]
         generate_kwargs = {"num_beams": args.num_beams} if args.num_beams else {}
+        if args.tree_grammar:
+            generate_kwargs["processors_for_batch"] = tree_grammar_for(tokenizer, leaves)
         outputs = generate_texts(final_model, tokenizer, sentences, **generate_kwargs)
         predictions, repaired = [], 0
         for sentence, output in zip(sentences, outputs):
@@ -130,7 +140,7 @@ def main(args: Arguments) -> dict:
             ],
         }
 
-    extra = {"treebank": args.treebank, "task": "parsing", "tree_leaves": leaves}
+    extra = {"treebank": args.treebank, "task": "parsing", "tree_leaves": leaves, "tree_grammar": args.tree_grammar}
     results = finish_run(accelerator, output_dir, stats, preset, args, evaluate, extra=extra)
     accelerator.end_training()
     return results

@@ -87,11 +87,13 @@ def test_parse_always_gives_well_formed_trees_over_the_input_words(parse_run):
     from hf_vanilla.parsing import parse_tree
 
     sentences = ["The cat sat on the mat .", "", "Stocks fell sharply in heavy trading ."]
-    result = subprocess.run([sys.executable, "-m", "hf_vanilla.cli", "parse", str(parse_run[0] / "final"), "--num-beams", "2"],
-                            input="\n".join(sentences) + "\n", capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    trees = result.stdout.split("\n")[:-1]
-    assert len(trees) == 3 and trees[1] == ""
-    for sentence, tree in zip(sentences, trees):
-        if sentence:
-            assert parse_tree(tree).words() == sentence.split() and set(parse_tree(tree).tags()) == {"XX"}
+    for grammar in ([], ["--no-tree-grammar"]):  # under the tree grammar, and freely then repaired
+        command = [sys.executable, "-m", "hf_vanilla.cli", "parse", str(parse_run[0] / "final"), "--num-beams", "2"]
+        result = subprocess.run(command + grammar, input="\n".join(sentences) + "\n", capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, result.stderr
+        trees = result.stdout.split("\n")[:-1]
+        assert len(trees) == 3 and trees[1] == ""
+        for sentence, tree in zip(sentences, trees):
+            if sentence:
+                assert parse_tree(tree).words() == sentence.split() and set(parse_tree(tree).tags()) == {"XX"}

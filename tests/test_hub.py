@@ -1,6 +1,7 @@
 """Model cards rendered from real runs' results, the exact Hub folder checked offline, and clear publishing errors."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ from transformers import AutoTokenizer
 from hf_vanilla import VanillaTransformerForConditionalGeneration, cards
 from hf_vanilla.cards import CardError, check_card, render_model_card
 from hf_vanilla.hub import PublishError, build_hub_folder, push_model_folder
+from hf_vanilla.parsing import parse_tree
 
 from test_remote_code import run_loader
 
@@ -39,12 +41,19 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
     assert run_loader(folder, True, ids)["beams"] == expected
 
 
-def test_parser_card_reports_evalb_from_results(parse_run, tmp_path):
+def test_parser_card_reports_evalb_from_results_and_its_snippet_parses(parse_run, tmp_path, capsys):
     run_dir, results = parse_run
-    card = ModelCard.load(build_hub_folder(run_dir, tmp_path / "hub", "someone/parser") / "README.md")
+    folder = build_hub_folder(run_dir, tmp_path / "hub", "someone/parser")
+    card = ModelCard.load(folder / "README.md")
     by_metric = {r.metric_type: r.metric_value for r in card.data.eval_results}
     assert by_metric["f1"] == results["evalb_f1"] and by_metric["exact_match"] == results["evalb_exact_match"]
     assert "91.3" in card.text and "beam 21" in card.text.lower().replace("beam search with beam", "beam")
+    assert results["tree_grammar"] and "Decoded under the tree" in card.text
+
+    (snippet,) = re.findall(r"```python\n(.*?)```", card.text, flags=re.DOTALL)
+    exec(compile(snippet.replace("someone/parser", str(folder)), "card", "exec"), {"__name__": "card"})
+    tree = parse_tree(capsys.readouterr().out.strip())
+    assert tree.words() == "The cat sat on the mat .".split() and set(tree.tags()) == {"XX"}
 
 
 def _model_parts(run_dir):

@@ -34,6 +34,7 @@ def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run
     model = VanillaTransformerForConditionalGeneration.from_pretrained(output_dir / "final")
     assert (model.generation_config.num_beams, model.generation_config.max_length_offset) == (21, 300)
     assert model.config.tree_leaves == results["tree_leaves"] == "words"
+    assert results["tree_grammar"] is True
 
 def _launch(tmp_path: Path, name: str, launcher: list[str], wmt_sample: Path) -> tuple[dict, str]:
     import os

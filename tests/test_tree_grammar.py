@@ -1,0 +1,133 @@
+"""Decoding under the tree grammar: whatever the scores, only well-formed trees over the input words come out."""
+
+import pytest
+import torch
+
+from conftest import tiny_model
+from hf_vanilla.decoding import generate_texts
+from hf_vanilla.parsing import linearize_leaves, needed_repair, parse_tree, tree_from_output, tree_words
+from hf_vanilla.tokenization import train_shared_bpe
+from hf_vanilla.tree_grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
+
+TREES = [
+    "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))",
+    "(S (NP (NNS Stocks)) (VP (VBD fell) (ADVP (RB sharply))) (. .))",
+    "(S (NP (NP (DT The) (NN price)) (PP (IN of) (NP (NN gold)))) (VP (VBD rose)) (. .))",
+    "(FRAG (NP (DT A) (JJ quiet) (NN day)) (. .))",
+]
+SENTENCES = ["The cat sat on the mat .", "Interleukin-3 prices fell .", "Gold"]  # unseen words become several pieces
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    texts = [text for tree in TREES for leaves in ("words", "placeholder", "pos") for text in
+             (" ".join(tree_words(tree)), linearize_leaves(tree, leaves))]
+    return train_shared_bpe(texts * 3, vocab_size=400, show_progress=False, whitespace_only=True)
+
+
+def _decode_greedily(processor: TreeGrammarLogitsProcessor, tokenizer, rows: int, seed: int) -> list[str]:
+    """Greedy decoding from random scores: what any model, trained or not, could ask for."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.full((rows, 1), tokenizer.bos_token_id)
+    for _ in range(400):
+        scores = processor(ids, torch.randn(rows, len(tokenizer), generator=generator))
+        ids = torch.cat([ids, scores.argmax(-1, keepdim=True)], dim=1)
+        if (ids == tokenizer.eos_token_id).any(-1).all():
+            break
+    return [text.strip() for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+
+
+@pytest.mark.parametrize("leaves", ["words", "placeholder", "pos"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_scores_still_give_well_formed_trees_over_the_input_words(tokenizer, leaves, seed):
+    processor = TreeGrammarLogitsProcessor(tokenizer, SENTENCES, leaves)
+    for sentence, output in zip(SENTENCES, _decode_greedily(processor, tokenizer, len(SENTENCES), seed)):
+        words = sentence.split()
+        assert not needed_repair(output, words, leaves), output
+        tree = parse_tree(tree_from_output(output, words, leaves))
+        assert tree.words() == words
+        if leaves == "pos":
+            assert len(output.split()) == len(words) + 2 * len(list(_brackets(output)))
+
+
+def _brackets(output: str):
+    return (token for token in output.split() if token.startswith("("))
+
+
+def test_a_new_leaf_gets_the_mass_of_every_leaf_token_and_brackets_keep_theirs(tokenizer):
+    processor = TreeGrammarLogitsProcessor(tokenizer, ["The cat"], "words")
+    start = tokenizer("(S", add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([[tokenizer.bos_token_id, *start]])
+    scores = torch.randn(1, len(tokenizer))
+    wrong_word = tokenizer(" mat", add_special_tokens=False)["input_ids"][0]
+    scores[0, wrong_word] = 10.0  # the model would miscopy: its mass goes to the right word
+    processed = processor(ids, scores.clone())[0]
+    the = tokenizer(" The", add_special_tokens=False)["input_ids"][0]
+    leaf_tokens = processor.leaf_tokens
+    assert torch.isclose(processed[the], torch.logsumexp(scores[0, leaf_tokens], dim=0))
+    opening_np = tokenizer(" (NP", add_special_tokens=False)["input_ids"][0]
+    assert processed[opening_np] == scores[0, opening_np]
+    closing_s = tokenizer(" )S", add_special_tokens=False)["input_ids"][0]
+    allowed = set(torch.isfinite(processed).nonzero().flatten().tolist())
+    assert wrong_word not in allowed and closing_s not in allowed  # (S holds no word yet
+    assert allowed == {the, *processor.opening}
+
+
+def test_after_the_last_word_only_closing_brackets_then_the_end(tokenizer):
+    processor = TreeGrammarLogitsProcessor(tokenizer, ["The cat"], "words")
+    prefix = tokenizer("(S (NP The cat", add_special_tokens=False)["input_ids"]
+    closing = [tokenizer(f" ){label}", add_special_tokens=False)["input_ids"][0] for label in ("NP", "S")]
+    for step, expected in enumerate([closing[0], closing[1], tokenizer.eos_token_id]):
+        ids = torch.tensor([[tokenizer.bos_token_id, *prefix, *closing[:step]]])
+        processed = processor(ids, torch.zeros(1, len(tokenizer)))[0]
+        assert torch.isfinite(processed).nonzero().flatten().tolist() == [expected]
+
+
+def test_the_root_stays_open_until_every_word_is_in_and_runs_of_brackets_are_capped(tokenizer):
+    processor = TreeGrammarLogitsProcessor(tokenizer, ["The cat"], "words")
+    closing_s = tokenizer(" )S", add_special_tokens=False)["input_ids"][0]
+    after_first_word = tokenizer("(S The", add_special_tokens=False)["input_ids"]
+    processed = processor(torch.tensor([[tokenizer.bos_token_id, *after_first_word]]), torch.zeros(1, len(tokenizer)))
+    assert processed[0, closing_s] == -torch.inf
+    opening_np = tokenizer(" (NP", add_special_tokens=False)["input_ids"][0]
+    many = tokenizer("(S", add_special_tokens=False)["input_ids"] + [opening_np] * (MAX_OPENED_IN_A_ROW - 1)
+    processed = processor(torch.tensor([[tokenizer.bos_token_id, *many]]), torch.zeros(1, len(tokenizer)))[0]
+    the = tokenizer(" The", add_special_tokens=False)["input_ids"][0]
+    assert torch.isfinite(processed).nonzero().flatten().tolist() == [the]
+
+
+def test_rows_of_a_beam_follow_their_own_sentence(tokenizer):
+    processor = TreeGrammarLogitsProcessor(tokenizer, ["The cat", "Stocks fell"], "words")
+    start = tokenizer("(S", add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([[tokenizer.bos_token_id, *start]] * 6)  # 2 sentences x 3 beams
+    processed = processor(ids, torch.zeros(6, len(tokenizer)))
+    the = tokenizer(" The", add_special_tokens=False)["input_ids"][0]
+    stocks = tokenizer(" Stocks", add_special_tokens=False)["input_ids"][0]
+    assert torch.isfinite(processed[:3, the]).all() and (processed[:3, stocks] == -torch.inf).all()
+    assert torch.isfinite(processed[3:, stocks]).all() and (processed[3:, the] == -torch.inf).all()
+    with pytest.raises(ValueError, match="5 rows for 2 sentences"):
+        processor(ids[:5], torch.zeros(5, len(tokenizer)))
+
+
+def test_bad_arguments_are_errors(tokenizer):
+    with pytest.raises(ValueError, match="leaves must be one of"):
+        TreeGrammarLogitsProcessor(tokenizer, ["The cat"], "tags")
+    with pytest.raises(ValueError, match="at least one word"):
+        TreeGrammarLogitsProcessor(tokenizer, ["The cat", " "], "words")
+    no_brackets = train_shared_bpe(["the cat sat on the mat"] * 3, vocab_size=300, show_progress=False)
+    with pytest.raises(ValueError, match="not a parser's tokenizer"):
+        TreeGrammarLogitsProcessor(no_brackets, ["the cat"], "words")
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_an_untrained_model_parses_every_sentence_of_a_sorted_batch(tokenizer, num_beams):
+    model = tiny_model(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                       bos_token_id=tokenizer.bos_token_id, decoder_start_token_id=tokenizer.bos_token_id)
+    sentences = SENTENCES + ["Stocks fell sharply ."]
+    free = generate_texts(model, tokenizer, sentences, max_tokens=30, progress=False, num_beams=num_beams,
+                          max_new_tokens=60)
+    assert any(needed_repair(output, s.split(), "words") for s, output in zip(sentences, free))
+    outputs = generate_texts(model, tokenizer, sentences, max_tokens=30, progress=False, num_beams=num_beams,
+                             max_new_tokens=200, processors_for_batch=tree_grammar_for(tokenizer, "words"))
+    for sentence, output in zip(sentences, outputs):
+        assert not needed_repair(output, sentence.split(), "words"), output
