@@ -3,9 +3,9 @@
 The paper decodes parsers freely and the recipe repairs what comes out (`delinearize`). Under this grammar every
 hypothesis of the beam is a tree prefix instead: brackets are balanced, closing brackets carry the label of the
 bracket they close, every constituent holds a word, and the leaves are the input words in order (copied words, XX
-placeholders, or any one whole token for POS tags, as the model's `config.tree_leaves`). At the position of a new leaf, the
-probability the model gives to all non-bracket tokens together goes to the right leaf: the model decides whether a
-word comes next, the grammar which one.
+placeholders, or any one whole token for POS tags, as the model's `config.tree_leaves`). At the position of a new
+leaf, the probability the model gives to all non-bracket tokens together goes to the right leaf: the model decides
+whether a word comes next, the grammar which one.
 """
 
 import math
@@ -18,8 +18,8 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from .configuration_vanilla import TREE_LEAVES
 from .parsing import PLACEHOLDER
 
-# Most brackets opened in a row before a word comes: 6 in NLTK's WSJ sample (`(S (S (NP (NP (QP (IN`-style chains);
-# the cap only stops a runaway hypothesis.
+# Most brackets opened in a row before a word comes: 6 in the training files of NLTK's WSJ sample; the cap only stops
+# a runaway hypothesis.
 MAX_OPENED_IN_A_ROW = 10
 
 _OPENING = re.compile(r"\(([^\s()]+)")
