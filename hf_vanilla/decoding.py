@@ -19,7 +19,9 @@ def generate_texts(
     """Decodes `sentences` with `model.generate` (the model's generation config, overridden by `generate_kwargs`),
     in batches of at most `max_tokens` source tokens, sorted by length to keep padding small; returns the outputs
     in input order. An empty sentence gives an empty output. `processors_for_batch`, given the sentences of a batch,
-    returns logits processors for it (e.g. `hf_vanilla.tree_grammar.tree_grammar_for`)."""
+    returns logits processors for it (e.g. `hf_vanilla.tree_grammar.tree_grammar_for`), run after any passed as
+    `logits_processor`."""
+    fixed_processors = list(generate_kwargs.pop("logits_processor", None) or [])
     encoded = [tokenizer(s)["input_ids"] if s.strip() else None for s in sentences]
     order = sorted((i for i, e in enumerate(encoded) if e is not None), key=lambda i: len(encoded[i]))
     outputs = [""] * len(sentences)
@@ -36,12 +38,14 @@ def generate_texts(
     with tqdm(total=len(order), disable=not progress, desc="decoding", unit="sent") as bar:
         for batch in batches:
             padded = tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
+            processors = LogitsProcessorList(fixed_processors)
             if processors_for_batch is not None:
-                generate_kwargs["logits_processor"] = processors_for_batch([sentences[i] for i in batch])
+                processors.extend(processors_for_batch([sentences[i] for i in batch]))
             with torch.no_grad():
                 generated = model.generate(
                     input_ids=padded["input_ids"].to(device),
                     attention_mask=padded["attention_mask"].to(device),
+                    logits_processor=processors,
                     **generate_kwargs,
                 )
             for index, text in zip(batch, tokenizer.batch_decode(generated, skip_special_tokens=True)):

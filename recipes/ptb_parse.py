@@ -21,10 +21,10 @@ from hf_vanilla.decoding import generate_texts
 from hf_vanilla.parsing import evalb, linearize_leaves, needed_repair, tree_from_output, treebank_splits, tree_words
 from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.accelerator import create_accelerator
-from hf_vanilla.tree_grammar import tree_grammar_for
 from hf_vanilla.training.finish import finish_run
 from hf_vanilla.training.loop import settings_for_run, train
 from hf_vanilla.training.presets import PARSING_PRESETS, new_model
+from hf_vanilla.tree_grammar import tree_grammar_for
 
 
 @dataclass

@@ -127,7 +127,15 @@ def test_an_untrained_model_parses_every_sentence_of_a_sorted_batch(tokenizer, n
     free = generate_texts(model, tokenizer, sentences, max_tokens=30, progress=False, num_beams=num_beams,
                           max_new_tokens=60)
     assert any(needed_repair(output, s.split(), "words") for s, output in zip(sentences, free))
+    calls = []
+
+    def also_passed(input_ids, scores):  # a caller's own processor still runs beside the grammar
+        calls.append(input_ids.shape[0])
+        return scores
+
     outputs = generate_texts(model, tokenizer, sentences, max_tokens=30, progress=False, num_beams=num_beams,
-                             max_new_tokens=200, processors_for_batch=tree_grammar_for(tokenizer, "words"))
+                             max_new_tokens=400, processors_for_batch=tree_grammar_for(tokenizer, "words"),
+                             logits_processor=[also_passed])
     for sentence, output in zip(sentences, outputs):
         assert not needed_repair(output, sentence.split(), "words"), output
+    assert calls and calls[0] % num_beams == 0
