@@ -114,7 +114,10 @@ def _parse(args: argparse.Namespace) -> None:
     _check_lengths(args, lines, tokenizer)
     sentences = [" ".join(line.split()) for line in lines]
     leaves = model.config.tree_leaves
-    grammar = tree_grammar_for(tokenizer, leaves) if args.tree_grammar else None
+    try:
+        grammar = tree_grammar_for(tokenizer, leaves) if args.tree_grammar else None
+    except ValueError as error:
+        raise _fail(f"{args.model}: {error} Decode with --no-tree-grammar.")
     outputs = generate_texts(
         model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), processors_for_batch=grammar,
         **_decoding_flags(args),

@@ -138,5 +138,7 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
 
 
 def tree_grammar_for(tokenizer, leaves: str) -> Callable[[list[str]], LogitsProcessorList]:
-    """For `generate_texts(..., processors_for_batch=...)`: the grammar of each decoding batch's sentences."""
+    """For `generate_texts(..., processors_for_batch=...)`: the grammar of each decoding batch's sentences. A
+    tokenizer without one-token brackets is a ValueError here, before any decoding."""
+    TreeGrammarLogitsProcessor(tokenizer, ["."], leaves)
     return lambda sentences: LogitsProcessorList([TreeGrammarLogitsProcessor(tokenizer, sentences, leaves)])

@@ -97,3 +97,16 @@ def test_parse_always_gives_well_formed_trees_over_the_input_words(parse_run):
         for sentence, tree in zip(sentences, trees):
             if sentence:
                 assert parse_tree(tree).words() == sentence.split() and set(parse_tree(tree).tags()) == {"XX"}
+
+
+def test_parse_with_a_tokenizer_that_cannot_write_brackets_says_how_to_decode(tmp_path):
+    from hf_vanilla.tokenization import train_shared_bpe
+
+    tokenizer = train_shared_bpe(["(S (NP the cat )NP )S the cat"] * 3, vocab_size=300, show_progress=False)
+    model = tiny_model(vocab_size=len(tokenizer), decoding="parsing", tree_leaves="words")
+    model.save_pretrained(tmp_path / "parser")
+    tokenizer.save_pretrained(tmp_path / "parser")
+    result = subprocess.run([sys.executable, "-m", "hf_vanilla.cli", "parse", str(tmp_path / "parser")],
+                            input="the cat\n", capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "not a parser's tokenizer" in result.stderr
+    assert "--no-tree-grammar" in result.stderr and "Traceback" not in result.stderr

@@ -117,6 +117,8 @@ def test_bad_arguments_are_errors(tokenizer):
     no_brackets = train_shared_bpe(["the cat sat on the mat"] * 3, vocab_size=300, show_progress=False)
     with pytest.raises(ValueError, match="not a parser's tokenizer"):
         TreeGrammarLogitsProcessor(no_brackets, ["the cat"], "words")
+    with pytest.raises(ValueError, match="not a parser's tokenizer"):
+        tree_grammar_for(no_brackets, "words")  # at once, not at the first decoding batch
 
 
 @pytest.mark.parametrize("num_beams", [1, 3])
