@@ -49,6 +49,8 @@ def test_parser_card_reports_evalb_from_results_and_its_snippet_parses(parse_run
     assert by_metric["f1"] == results["evalb_f1"] and by_metric["exact_match"] == results["evalb_exact_match"]
     assert "91.3" in card.text and "beam 21" in card.text.lower().replace("beam search with beam", "beam")
     assert results["tree_grammar"] and "Decoded under the tree" in card.text
+    free = render_model_card({**results, "tree_grammar": False}, *_model_parts(run_dir), "someone/parser")
+    assert "Decoded freely, as in the paper" in free.text and "Decoded under" not in free.text
 
     (snippet,) = re.findall(r"```python\n(.*?)```", card.text, flags=re.DOTALL)
     exec(compile(snippet.replace("someone/parser", str(folder)), "card", "exec"), {"__name__": "card"})
