@@ -11,6 +11,7 @@ whether a word comes next, the grammar which one.
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
@@ -27,44 +28,72 @@ _CLOSING = re.compile(r"\)([^\s()]+)")
 _WHOLE_PIECE = re.compile(r" [^\s()]+")
 
 
-class TreeGrammarLogitsProcessor(LogitsProcessor):
-    """Masks every token that would break the tree grammar for `sentences` (one per input row, or per `num_beams`
-    consecutive rows under beam search), and gives a new leaf's first token the log-sum of all leaf tokens' scores.
+def _check_leaves(leaves: str) -> None:
+    if leaves not in TREE_LEAVES:
+        raise ValueError(f"leaves must be one of {TREE_LEAVES}, got {leaves!r}")
 
-    The tokenizer must keep each bracket symbol one token (`train_shared_bpe(..., whitespace_only=True)`, as the
-    parsing recipe trains it): a label whose closing bracket is not one token can never be opened."""
 
-    def __init__(self, tokenizer, sentences: list[str], leaves: str):
-        if leaves not in TREE_LEAVES:
-            raise ValueError(f"leaves must be one of {TREE_LEAVES}, got {leaves!r}")
-        self.sentences = [sentence.split() for sentence in sentences]
-        if not all(self.sentences):
-            raise ValueError("every sentence needs at least one word.")
+@dataclass(frozen=True)
+class TreeVocabulary:
+    """The tokens a parser's tokenizer writes trees with, read once from its vocabulary: opening brackets (those that
+    start an output, without a space, and the later ones), each label's closing bracket, the leaf tokens (all but
+    brackets and special tokens) and, among them, the whole pieces that can stand for a POS tag."""
+
+    opening_first: list[int]
+    opening: list[int]
+    label: dict[int, str]  # opening bracket -> its label
+    closing: dict[str, int]  # label -> its closing bracket
+    leaf_tokens: torch.Tensor  # bool mask over the vocabulary
+    tag_tokens: list[int]
+    tag_ids: frozenset[int]  # tag_tokens, for membership tests at every step
+    eos_token_id: int
+
+    @classmethod
+    def of(cls, tokenizer) -> "TreeVocabulary":
+        """A ValueError for a tokenizer that does not keep bracket symbols one token (`train_shared_bpe(...,
+        whitespace_only=True)`, as the parsing recipe trains it, does): a label whose closing bracket is not one token
+        can never be opened."""
         texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
         closing = {m.group(1): i for i, t in enumerate(texts) if t.startswith(" ") and (m := _CLOSING.fullmatch(t[1:]))}
-        self.opening_first, self.opening, self.label = [], [], {}
+        opening_first, opening, label = [], [], {}
         for i, text in enumerate(texts):
             match = _OPENING.fullmatch(text.removeprefix(" "))
             if match and match.group(1) in closing:
-                (self.opening if text.startswith(" ") else self.opening_first).append(i)
-                self.label[i] = match.group(1)
-        if not self.opening_first:
+                (opening if text.startswith(" ") else opening_first).append(i)
+                label[i] = match.group(1)
+        if not opening_first:
             raise ValueError("the tokenizer has no one-token opening brackets such as `(S`: not a parser's tokenizer.")
-        self.closing = closing
-        self.eos_token_id = tokenizer.eos_token_id
-        self.leaf_tokens = torch.ones(len(tokenizer), dtype=torch.bool)
-        self.leaf_tokens[self.opening_first + self.opening + list(closing.values()) + tokenizer.all_special_ids] = False
+        leaf_tokens = torch.ones(len(tokenizer), dtype=torch.bool)
+        leaf_tokens[opening_first + opening + list(closing.values()) + tokenizer.all_special_ids] = False
         # A POS leaf is one whole piece (a space, then no bracket), so that the output stays one symbol per leaf.
-        self._tag_tokens = [i for i, text in enumerate(texts) if self.leaf_tokens[i] and _WHOLE_PIECE.fullmatch(text)]
-        self._tag_ids = set(self._tag_tokens)
+        tag_tokens = [i for i, text in enumerate(texts) if leaf_tokens[i] and _WHOLE_PIECE.fullmatch(text)]
+        return cls(
+            opening_first, opening, label, closing, leaf_tokens, tag_tokens, frozenset(tag_tokens),
+            tokenizer.eos_token_id,
+        )
+
+
+class TreeGrammarLogitsProcessor(LogitsProcessor):
+    """Masks every token that would break the tree grammar for `sentences` (one per input row, or per `num_beams`
+    consecutive rows under beam search), and gives a new leaf's first token the log-sum of all leaf tokens' scores.
+    `vocabulary` is `TreeVocabulary.of(tokenizer)`, read here when not given."""
+
+    def __init__(self, tokenizer, sentences: list[str], leaves: str, vocabulary: TreeVocabulary | None = None):
+        _check_leaves(leaves)
+        self.sentences = [sentence.split() for sentence in sentences]
+        if not all(self.sentences):
+            raise ValueError("every sentence needs at least one word.")
+        self.vocabulary = vocabulary if vocabulary is not None else TreeVocabulary.of(tokenizer)
         if leaves == "pos":
-            self.pieces = None  # any one leaf token stands for the tag of the next word
+            self.pieces = None  # any one tag token stands for the tag of the next word
         else:
             def ids(text: str) -> list[int]:
                 return tokenizer(" " + text, add_special_tokens=False)["input_ids"]
 
             placeholder = ids(PLACEHOLDER)
-            self.pieces = [[ids(word) if leaves == "words" else placeholder for word in words] for words in self.sentences]
+            self.pieces = [
+                [ids(word) if leaves == "words" else placeholder for word in words] for words in self.sentences
+            ]
         self._states: dict = {}
         self._previous: dict = {}
 
@@ -74,15 +103,16 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
         stack, word, piece, opened = state
         if stack and word < len(self.sentences[sentence]):
             pieces = self.pieces[sentence][word] if self.pieces is not None else None
-            is_leaf = token == pieces[piece] if pieces is not None else token in self._tag_ids
+            is_leaf = token == pieces[piece] if pieces is not None else token in self.vocabulary.tag_ids
             if is_leaf:
                 stack = tuple((label, True) for label, _ in stack)
                 if pieces is not None and piece + 1 < len(pieces):
                     return stack, word, piece + 1, 0
                 return stack, word + 1, 0, 0
-        if token in self.label:
-            return stack + ((self.label[token], False),), word, 0, opened + 1
-        if stack and token == self.closing[stack[-1][0]]:
+        vocabulary = self.vocabulary
+        if token in vocabulary.label:
+            return stack + ((vocabulary.label[token], False),), word, 0, opened + 1
+        if stack and token == vocabulary.closing[stack[-1][0]]:
             return stack[:-1], word, 0, opened
         return state
 
@@ -100,25 +130,25 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
     def _allowed(self, sentence: int, ids: tuple) -> tuple[list[int], int | None]:
         """The tokens the grammar allows next, and the first token of the next leaf when a leaf is one of them."""
         stack, word, piece, opened = self._state(sentence, ids)
-        words = self.sentences[sentence]
+        words, vocabulary = self.sentences[sentence], self.vocabulary
         if piece:
             return [self.pieces[sentence][word][piece]], None
         if len(ids) == 1:
-            return self.opening_first, None
+            return vocabulary.opening_first, None
         if not stack:
-            return [self.eos_token_id], None
+            return [vocabulary.eos_token_id], None
         allowed, leaf = [], None
         if word < len(words):
             if self.pieces is None:
-                allowed = list(self._tag_tokens)
+                allowed = list(vocabulary.tag_tokens)
             else:
                 leaf = self.pieces[sentence][word][0]
                 allowed.append(leaf)
             if opened < MAX_OPENED_IN_A_ROW:
-                allowed += self.opening
+                allowed += vocabulary.opening
         label, holds_word = stack[-1]
         if holds_word and (len(stack) > 1 or word == len(words)):
-            allowed.append(self.closing[label])
+            allowed.append(vocabulary.closing[label])
         return allowed, leaf
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
@@ -126,7 +156,7 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
             raise ValueError(f"{input_ids.shape[0]} rows for {len(self.sentences)} sentences.")
         num_beams = input_ids.shape[0] // len(self.sentences)
         self._previous, self._states = self._states, {}
-        leaf_scores = torch.logsumexp(scores[:, self.leaf_tokens.to(scores.device)], dim=-1)
+        leaf_scores = torch.logsumexp(scores[:, self.vocabulary.leaf_tokens.to(scores.device)], dim=-1)
         blocked = torch.ones_like(scores, dtype=torch.bool)
         scores = scores.clone()
         for row, ids in enumerate(input_ids.tolist()):
@@ -138,7 +168,8 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
 
 
 def tree_grammar_for(tokenizer, leaves: str) -> Callable[[list[str]], LogitsProcessorList]:
-    """For `generate_texts(..., processors_for_batch=...)`: the grammar of each decoding batch's sentences. A
-    tokenizer without one-token brackets is a ValueError here, before any decoding."""
-    TreeGrammarLogitsProcessor(tokenizer, ["."], leaves)
-    return lambda sentences: LogitsProcessorList([TreeGrammarLogitsProcessor(tokenizer, sentences, leaves)])
+    """For `generate_texts(..., processors_for_batch=...)`: the grammar of each decoding batch's sentences, over a
+    vocabulary read once. A tokenizer without one-token brackets is a ValueError here, before any decoding."""
+    _check_leaves(leaves)
+    vocabulary = TreeVocabulary.of(tokenizer)
+    return lambda sentences: LogitsProcessorList([TreeGrammarLogitsProcessor(tokenizer, sentences, leaves, vocabulary)])

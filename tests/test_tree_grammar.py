@@ -63,14 +63,14 @@ def test_a_new_leaf_gets_the_mass_of_every_leaf_token_and_brackets_keep_theirs(t
     scores[0, wrong_word] = 10.0  # the model would miscopy: its mass goes to the right word
     processed = processor(ids, scores.clone())[0]
     the = tokenizer(" The", add_special_tokens=False)["input_ids"][0]
-    leaf_tokens = processor.leaf_tokens
+    leaf_tokens = processor.vocabulary.leaf_tokens
     assert torch.isclose(processed[the], torch.logsumexp(scores[0, leaf_tokens], dim=0))
     opening_np = tokenizer(" (NP", add_special_tokens=False)["input_ids"][0]
     assert processed[opening_np] == scores[0, opening_np]
     closing_s = tokenizer(" )S", add_special_tokens=False)["input_ids"][0]
     allowed = set(torch.isfinite(processed).nonzero().flatten().tolist())
     assert wrong_word not in allowed and closing_s not in allowed  # (S holds no word yet
-    assert allowed == {the, *processor.opening}
+    assert allowed == {the, *processor.vocabulary.opening}
 
 
 def test_after_the_last_word_only_closing_brackets_then_the_end(tokenizer):
@@ -112,6 +112,8 @@ def test_rows_of_a_beam_follow_their_own_sentence(tokenizer):
 def test_bad_arguments_are_errors(tokenizer):
     with pytest.raises(ValueError, match="leaves must be one of"):
         TreeGrammarLogitsProcessor(tokenizer, ["The cat"], "tags")
+    with pytest.raises(ValueError, match="leaves must be one of"):
+        tree_grammar_for(tokenizer, "tags")
     with pytest.raises(ValueError, match="at least one word"):
         TreeGrammarLogitsProcessor(tokenizer, ["The cat", " "], "words")
     no_brackets = train_shared_bpe(["the cat sat on the mat"] * 3, vocab_size=300, show_progress=False)
