@@ -15,6 +15,7 @@ padding against random batches; on CUDA, model FLOP utilisation.
 import argparse
 import json
 import multiprocessing
+import os
 import time
 from pathlib import Path
 
@@ -26,7 +27,10 @@ from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditiona
 from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
 from hf_vanilla.modeling_vanilla import sinusoidal_positions
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt14-ende-sample"
+SHARED_DATA = (
+    Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    / "wmt14-ende-sample"
+)
 BASE = dict(d_model=512, layers=6, heads=8, d_ff=2048, vocab=32000)
 PAD, BOS, EOS = 0, 1, 2
 

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
 from hf_vanilla.data.corpora import load_translation_corpus
-from hf_vanilla.data.encoding import encode_pairs
+from hf_vanilla.data.encoding import EncodedPairs, encode_pairs
 from hf_vanilla.tokenization import train_shared_bpe
 from hf_vanilla.training.checkpoints import average_checkpoints, list_checkpoints
 from hf_vanilla.training.loop import LoopSettings, train
@@ -65,12 +65,48 @@ def test_padding_on_the_shared_wmt_sample_is_under_5_percent(wmt_sample):
         (p[lang] for p in pairs["translation"] for lang in ("en", "de")), vocab_size=8000, show_progress=False
     )
     examples = encode_pairs(pairs, tokenizer, "en", "de")
-    source, target = [len(s) for s in examples["input_ids"]], [len(t) for t in examples["labels"]]
+    source, target = examples.source_lengths.tolist(), examples.target_lengths.tolist()
     sampler = TokenBudgetBatchSampler(source, target, max_tokens=1024, seed=0)
     bucketed = sampler.padding_fraction(sampler.all_batches(0))
     average_batch = len(source) // len(sampler.all_batches(0))
     shuffled = sampler.padding_fraction(random_batches(len(source), average_batch, seed=0))
     assert bucketed < 0.05 < shuffled, (bucketed, shuffled)
+
+
+def test_encoded_pairs_batch_equals_padding_each_row_by_hand():
+    sources = [[3 + (i * 7 + j) % 50 for j in range(1 + i % 9)] + [2] for i in range(40)]
+    targets = [[4 + (i * 5 + j) % 60 for j in range(i % 13)] + [2] for i in range(40)]
+    examples = EncodedPairs.from_lists(sources, targets)
+    assert examples.source_lengths.tolist() == [len(s) for s in sources]
+    indices = [31, 0, 7, 12, 7]  # any order, repeats allowed
+    batch = examples.collate(indices, pad_token_id=1)
+    width = max(len(sources[i]) for i in indices)
+    assert batch["input_ids"].tolist() == [sources[i] + [1] * (width - len(sources[i])) for i in indices]
+    assert batch["attention_mask"].tolist() == [[1] * len(sources[i]) + [0] * (width - len(sources[i])) for i in indices]
+    width = max(len(targets[i]) for i in indices)
+    assert batch["labels"].tolist() == [targets[i] + [-100] * (width - len(targets[i])) for i in indices]
+    assert all(t.dtype == torch.long for t in batch.values())
+
+
+def test_encode_pairs_holds_the_tokenizer_ids_after_a_filter(wmt_sample):
+    """`encode_pairs` reads the ids straight from Arrow; a filtered dataset (an indices mapping) must not shift rows."""
+    pairs = load_translation_corpus(str(wmt_sample))["train"].select(range(300)).filter(lambda p: len(p["translation"]["en"]) % 3)
+    tokenizer = train_shared_bpe((p[lang] for p in pairs["translation"] for lang in ("en", "de")), vocab_size=500, show_progress=False)
+    examples = encode_pairs(pairs, tokenizer, "en", "de")
+    english = [p["en"] for p in pairs["translation"]]
+    german = [p["de"] for p in pairs["translation"]]
+    assert len(examples) == len(english) < 300
+    batch = examples.collate(range(len(english)), tokenizer.pad_token_id)
+    for row, (source, target) in enumerate(zip(tokenizer(english)["input_ids"], tokenizer(german)["input_ids"])):
+        assert batch["input_ids"][row, : len(source)].tolist() == source
+        assert batch["labels"][row, : len(target)].tolist() == target
+
+
+def test_encoded_pairs_reject_mismatched_or_empty_sides():
+    with pytest.raises(ValueError, match="3 sources but 2 targets"):
+        EncodedPairs.from_lists([[2], [2], [2]], [[2], [2]])
+    with pytest.raises(ValueError, match="at least one token"):
+        EncodedPairs.from_lists([[2], []], [[2], [2]])
 
 
 def test_averaging_checkpoints_gives_the_mean_and_a_loadable_model(tmp_path):
@@ -89,11 +125,11 @@ def test_averaging_checkpoints_gives_the_mean_and_a_loadable_model(tmp_path):
     assert float(loaded.lm_head.weight.detach()[5, 5]) == 3.0
 
 
-def tiny_examples() -> dict:
+def tiny_examples() -> EncodedPairs:
     g = torch.Generator().manual_seed(0)
     lengths = torch.randint(3, 12, (120,), generator=g).tolist()
     ids = [torch.randint(4, 1000, (n,), generator=g).tolist() + [2] for n in lengths]
-    return {"input_ids": ids, "labels": [list(reversed(x[:-1])) + [2] for x in ids]}
+    return EncodedPairs.from_lists(ids, [list(reversed(x[:-1])) + [2] for x in ids])
 
 
 def run(tmp_path, max_steps, resume=False):

@@ -1,11 +1,64 @@
-"""Source/target text pairs to token ids."""
+"""Source/target text pairs to token ids, held as flat arrays, and padded batches of them."""
 
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import torch
 from datasets import Dataset
 
 
-def encode_pairs(pairs: Dataset, tokenizer, source_lang: str, target_lang: str) -> dict[str, list[list[int]]]:
-    """Token ids of every pair of a `translation` dataset: `input_ids` (source) and `labels` (target), each ending
-    with </s>. Runs as a batched `datasets.map` (cached when the dataset lives on disk)."""
+class EncodedPairs:
+    """The token ids of sentence pairs: each side one flat int32 array plus row offsets (4 bytes a token, as fairseq's
+    indexed datasets), so that a padded batch is a few array operations instead of a Python loop over its rows."""
+
+    def __init__(self, source_ids: np.ndarray, source_offsets: np.ndarray, target_ids: np.ndarray, target_offsets: np.ndarray):
+        if len(source_offsets) != len(target_offsets):
+            raise ValueError(f"{len(source_offsets) - 1} sources but {len(target_offsets) - 1} targets.")
+        self.source_ids, self.source_offsets = source_ids, source_offsets
+        self.target_ids, self.target_offsets = target_ids, target_offsets
+        self.source_lengths = np.diff(source_offsets)
+        self.target_lengths = np.diff(target_offsets)
+        if len(self) and (self.source_lengths.min() == 0 or self.target_lengths.min() == 0):
+            raise ValueError("Every source and target needs at least one token (its </s>).")
+
+    @classmethod
+    def from_lists(cls, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]) -> "EncodedPairs":
+        return cls(*_flat(pa.array(sources, pa.list_(pa.int32()))), *_flat(pa.array(targets, pa.list_(pa.int32()))))
+
+    def __len__(self) -> int:
+        return len(self.source_lengths)
+
+    def collate(self, indices: Sequence[int], pad_token_id: int) -> dict[str, torch.Tensor]:
+        """Pairs `indices` as a right-padded batch: `input_ids` (pad_token_id on padding), `attention_mask` (0 there)
+        and `labels` (-100 there). The model builds the decoder inputs itself by shifting the labels right."""
+        indices = np.asarray(indices, dtype=np.int64)
+        input_ids, attention_mask = _padded(self.source_ids, self.source_offsets, indices, pad_token_id)
+        labels, _ = _padded(self.target_ids, self.target_offsets, indices, -100)
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+def _flat(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A list-of-integers Arrow column as (flat int32 values, int64 row offsets starting at 0)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    offsets = column.offsets.to_numpy().astype(np.int64)
+    values = column.flatten().to_numpy(zero_copy_only=False).astype(np.int32)
+    return values, offsets - offsets[0]
+
+
+def _padded(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, fill: int) -> tuple[torch.Tensor, torch.Tensor]:
+    starts = offsets[indices]
+    lengths = offsets[indices + 1] - starts
+    positions = np.arange(lengths.max())
+    inside = positions[None, :] < lengths[:, None]
+    gathered = ids[np.where(inside, starts[:, None] + positions[None, :], 0)]
+    return torch.from_numpy(np.where(inside, gathered, fill).astype(np.int64)), torch.from_numpy(inside.astype(np.int64))
+
+
+def encode_pairs(pairs: Dataset, tokenizer, source_lang: str, target_lang: str) -> EncodedPairs:
+    """Token ids of every pair of a `translation` dataset, each side ending with </s>: the source as `input_ids`, the
+    target as `labels`. Runs as a batched `datasets.map` (cached when the dataset lives on disk)."""
     encoded = pairs.map(
         lambda batch: {
             "input_ids": tokenizer([p[source_lang] for p in batch["translation"]])["input_ids"],
@@ -15,4 +68,5 @@ def encode_pairs(pairs: Dataset, tokenizer, source_lang: str, target_lang: str) 
         remove_columns=pairs.column_names,
         desc="encoding",
     )
-    return {"input_ids": encoded["input_ids"], "labels": encoded["labels"]}
+    table = encoded.with_format("arrow")[:]
+    return EncodedPairs(*_flat(table.column("input_ids")), *_flat(table.column("labels")))

@@ -14,7 +14,7 @@ from accelerate.logging import get_logger
 from tqdm.auto import tqdm
 
 from ..data.batching import TokenBudgetBatchSampler
-from ..data.collate import collate_pairs
+from ..data.encoding import EncodedPairs
 from .checkpoints import list_checkpoints, save_checkpoint
 from .schedule import paper_optimizer, paper_scheduler
 
@@ -35,11 +35,11 @@ class LoopSettings:
     seed: int = 0
 
 
-def settings_for_run(preset, args, num_processes: int, examples: dict[str, list[list[int]]]) -> LoopSettings:
+def settings_for_run(preset, args, num_processes: int, examples: EncodedPairs) -> LoopSettings:
     """A recipe's loop settings: its command-line values where given, else its preset's. Without --max-tokens, a
     batch holds the preset's tokens per step divided over processes and accumulated batches (at least the longest
     sentence); the preset's time budget applies only when --max-steps is not given."""
-    longest = max(max(map(len, examples["input_ids"])), max(map(len, examples["labels"])))
+    longest = int(max(examples.source_lengths.max(), examples.target_lengths.max()))
     return LoopSettings(
         max_steps=args.max_steps or preset.max_steps,
         max_tokens=args.max_tokens or max(preset.tokens_per_step // (num_processes * args.update_freq), longest),
@@ -73,18 +73,17 @@ def train(
     accelerator: Accelerator,
     model,
     tokenizer,
-    examples: dict[str, list[list[int]]],
+    examples: EncodedPairs,
     settings: LoopSettings,
     output_dir: Path,
     resume: bool = False,
 ) -> dict:
-    """Trains `model` on `examples` (`input_ids` and `labels` lists) until `max_steps` updates (or
+    """Trains `model` on `examples` (source and target token ids) until `max_steps` updates (or
     `max_train_minutes`), checkpointing into `output_dir`. Returns the run's figures."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    sources, targets = examples["input_ids"], examples["labels"]
     sampler = TokenBudgetBatchSampler(
-        [len(s) for s in sources], [len(t) for t in targets], settings.max_tokens, settings.seed,
+        examples.source_lengths.tolist(), examples.target_lengths.tolist(), settings.max_tokens, settings.seed,
         accelerator.num_processes, accelerator.process_index,
     )
     optimizer = paper_optimizer(model.parameters())
@@ -117,7 +116,7 @@ def train(
                 epoch_batches = sampler.batches(progress.epoch)
             group.append(epoch_batches[progress.position])
             progress.position += 1
-        batches = [collate_pairs([{"input_ids": sources[i], "labels": targets[i]} for i in b], tokenizer.pad_token_id) for b in group]
+        batches = [examples.collate(b, tokenizer.pad_token_id) for b in group]
         num_items = sum(int((b["labels"] != -100).sum()) for b in batches)
         step_loss = 0.0
         for index, batch in enumerate(batches):
