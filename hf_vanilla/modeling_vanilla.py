@@ -319,18 +319,18 @@ class VanillaPreTrainedModel(PreTrainedModel):
             init.zeros_(module.bias)
 
 
-def _check_token_ids(ids: torch.Tensor, vocab_size: int, name: str) -> None:
-    """A clear ValueError for token ids that are not a non-empty (batch, length) batch inside the vocabulary."""
+def _check_token_ids(ids: torch.Tensor, vocab_size: int, name: str, check_range: bool = True) -> None:
+    """A clear ValueError for token ids that are not a non-empty (batch, length) batch inside the vocabulary (on a GPU
+    an id outside it would be a device-side assert). The range check reads one boolean back from the device, a host
+    sync: `check_range=False` skips it where the ids are the model's own choices."""
     if ids.dim() != 2:
         raise ValueError(f"{name} must have shape (batch_size, sequence_length), got {tuple(ids.shape)}.")
     if ids.numel() == 0:
         raise ValueError(f"{name} is empty (shape {tuple(ids.shape)}): there is nothing to encode or decode.")
-    if not is_torchdynamo_compiling():
-        low, high = torch.aminmax(ids)
-        if low < 0 or high >= vocab_size:
-            raise ValueError(
-                f"{name} holds token ids outside the vocabulary [0, {vocab_size}): min {int(low)}, max {int(high)}."
-            )
+    if check_range and not is_torchdynamo_compiling() and bool(((ids < 0) | (ids >= vocab_size)).any()):
+        raise ValueError(
+            f"{name} holds token ids outside the vocabulary [0, {vocab_size}): min {int(ids.min())}, max {int(ids.max())}."
+        )
 
 
 class VanillaEncoder(VanillaPreTrainedModel):
@@ -421,8 +421,10 @@ class VanillaDecoder(VanillaPreTrainedModel):
             raise ValueError("Pass exactly one of decoder_input_ids or decoder_inputs_embeds to the decoder.")
         if encoder_hidden_states is None:
             raise ValueError("The decoder attends over the encoder output: encoder_hidden_states is required.")
+        past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         if input_ids is not None:
-            _check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids")
+            # Continuing from a cache, the ids are generate()'s own choices: no host sync per decoding step to check them.
+            _check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids", check_range=past_length == 0)
             inputs_embeds = self.embed_tokens(input_ids)
         if encoder_attention_mask is not None and tuple(encoder_attention_mask.shape) != tuple(
             encoder_hidden_states.shape[:2]
@@ -433,9 +435,7 @@ class VanillaDecoder(VanillaPreTrainedModel):
             )
         if use_cache and past_key_values is None:
             past_key_values = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
-        batch_size, length = inputs_embeds.shape[:2]
-        past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
-
+        length = inputs_embeds.shape[1]
         positions = self.embed_positions(past_length, length, inputs_embeds.device)
         hidden_states = inputs_embeds * self.embed_scale + positions.to(inputs_embeds.dtype)
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
@@ -697,8 +697,8 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         if generation_config is not None:
             explicit_length |= generation_config.max_new_tokens is not None
         source_ids = inputs if inputs is not None else kwargs.get("input_ids")
-        if source_ids is not None:
-            _check_token_ids(source_ids, self.config.vocab_size, "input_ids")
+        if source_ids is not None:  # its range is checked once, by the encoder
+            _check_token_ids(source_ids, self.config.vocab_size, "input_ids", check_range=False)
         if offset is not None and not explicit_length:
             if source_ids is None:
                 raise ValueError("generate() needs input_ids (the source sentences) to apply max_length_offset.")

@@ -400,6 +400,37 @@ def test_unknown_length_penalty_style_is_rejected():
         tiny_model().generate(batch()[0], length_penalty_style="linear")
 
 
+def test_decoding_steps_read_nothing_back_from_the_device(monkeypatch):
+    """On a GPU every tensor read on the host (bool(), item()) waits for the device. The model's own code reads twice
+    per generate() call (the range of the source ids, then of the first decoder step's), never per later step: as
+    many reads for 12 new tokens as for 3."""
+    import traceback
+
+    reads = []
+    original_bool, original_item = torch.Tensor.__bool__, torch.Tensor.item
+
+    def record(original):
+        def read(self):
+            caller = traceback.extract_stack()[-2]
+            if caller.filename.endswith("modeling_vanilla.py"):
+                reads.append(caller.lineno)
+            return original(self)
+
+        return read
+
+    monkeypatch.setattr(torch.Tensor, "__bool__", record(original_bool))
+    monkeypatch.setattr(torch.Tensor, "item", record(original_item))
+    model = tiny_model()
+    ids, mask = batch()
+    counts = {}
+    for new_tokens in (3, 12):
+        reads.clear()
+        for num_beams in (1, 4):
+            model.generate(ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=new_tokens, min_new_tokens=new_tokens)
+        counts[new_tokens] = len(reads)
+    assert counts[3] == counts[12] == 4, (counts, reads)
+
+
 # --- bad input ------------------------------------------------------------------------------------------------------
 
 
@@ -410,6 +441,8 @@ def test_bad_inputs_are_clear_value_errors():
         model(input_ids=ids + 1000, decoder_input_ids=ids)
     with pytest.raises(ValueError, match="outside the vocabulary"):
         model(input_ids=ids, decoder_input_ids=ids - 5)
+    with pytest.raises(ValueError, match="input_ids holds token ids outside the vocabulary"):
+        model.generate(ids + 1000, attention_mask=mask)
     with pytest.raises(ValueError, match="attention_mask has shape"):
         model(input_ids=ids, attention_mask=mask[:, :3], decoder_input_ids=ids)
     with pytest.raises(ValueError, match="empty"):
