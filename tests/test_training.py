@@ -102,6 +102,18 @@ def test_encode_pairs_holds_the_tokenizer_ids_after_a_filter(wmt_sample):
         assert batch["labels"][row, : len(target)].tolist() == target
 
 
+def test_encoded_pairs_read_chunked_and_sliced_arrow_columns():
+    import pyarrow as pa
+
+    from hf_vanilla.data.encoding import _flat
+
+    rows = [[5, 6, 2], [7, 2], [8, 9, 10, 2], [2], [11, 2]]
+    column = pa.chunked_array([pa.array([[1, 1]] + rows[:2]).slice(1), pa.array(rows[2:4]), pa.array(rows[4:])])
+    examples = EncodedPairs(*_flat(column), *_flat(column))
+    assert examples.source_lengths.tolist() == [3, 2, 4, 1, 2]
+    assert examples.collate([2, 4, 0], 0)["input_ids"].tolist() == [[8, 9, 10, 2], [11, 2, 0, 0], [5, 6, 2, 0]]
+
+
 def test_encoded_pairs_reject_mismatched_or_empty_sides():
     with pytest.raises(ValueError, match="3 sources but 2 targets"):
         EncodedPairs.from_lists([[2], [2], [2]], [[2], [2]])

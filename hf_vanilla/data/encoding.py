@@ -39,12 +39,15 @@ class EncodedPairs:
 
 
 def _flat(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """A list-of-integers Arrow column as (flat int32 values, int64 row offsets starting at 0)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    offsets = column.offsets.to_numpy().astype(np.int64)
-    values = column.flatten().to_numpy(zero_copy_only=False).astype(np.int32)
-    return values, offsets - offsets[0]
+    """A list-of-integers Arrow column as (flat int32 values, int64 row offsets from 0), one chunk at a time so that
+    a large corpus is never held as int64 in full."""
+    values, offsets, total = [np.zeros(0, np.int32)], [np.zeros(1, np.int64)], 0
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        chunk_offsets = chunk.offsets.to_numpy().astype(np.int64)
+        values.append(chunk.flatten().to_numpy(zero_copy_only=False).astype(np.int32))
+        offsets.append(chunk_offsets[1:] - chunk_offsets[0] + total)
+        total += int(chunk_offsets[-1] - chunk_offsets[0])
+    return np.concatenate(values), np.concatenate(offsets)
 
 
 def _padded(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, fill: int) -> tuple[torch.Tensor, torch.Tensor]:
