@@ -12,7 +12,9 @@ class EncodedPairs:
     """The token ids of sentence pairs: each side one flat int32 array plus row offsets (4 bytes a token, as fairseq's
     indexed datasets), so that a padded batch is a few array operations instead of a Python loop over its rows."""
 
-    def __init__(self, source_ids: np.ndarray, source_offsets: np.ndarray, target_ids: np.ndarray, target_offsets: np.ndarray):
+    def __init__(
+        self, source_ids: np.ndarray, source_offsets: np.ndarray, target_ids: np.ndarray, target_offsets: np.ndarray
+    ):
         if len(source_offsets) != len(target_offsets):
             raise ValueError(f"{len(source_offsets) - 1} sources but {len(target_offsets) - 1} targets.")
         self.source_ids, self.source_offsets = source_ids, source_offsets

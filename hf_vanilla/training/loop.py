@@ -120,13 +120,13 @@ def train(
         num_items = sum(int((b["labels"] != -100).sum()) for b in batches)
         step_loss = 0.0
         for index, batch in enumerate(batches):
+            window_tokens += int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())  # on the CPU
             batch = {k: v.to(accelerator.device) for k, v in batch.items()}
             sync = index == len(batches) - 1
             with nullcontext() if sync else accelerator.no_sync(model):
                 loss = model(**batch, num_items_in_batch=num_items).loss
                 accelerator.backward(loss)
             step_loss += float(loss.detach())
-            window_tokens += int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
