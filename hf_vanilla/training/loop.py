@@ -8,6 +8,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.logging import get_logger
@@ -117,10 +118,11 @@ def train(
             group.append(epoch_batches[progress.position])
             progress.position += 1
         batches = [examples.collate(b, tokenizer.pad_token_id) for b in group]
-        num_items = sum(int((b["labels"] != -100).sum()) for b in batches)
+        pairs = np.concatenate(group)
+        num_items = int(examples.target_lengths[pairs].sum())  # target tokens of the whole update
+        window_tokens += int(examples.source_lengths[pairs].sum()) + num_items
         step_loss = 0.0
         for index, batch in enumerate(batches):
-            window_tokens += int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())  # on the CPU
             batch = {k: v.to(accelerator.device) for k, v in batch.items()}
             sync = index == len(batches) - 1
             with nullcontext() if sync else accelerator.no_sync(model):
