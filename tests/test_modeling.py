@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_vanilla
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
-from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
+from hf_vanilla.modeling_vanilla import VanillaLinear, label_smoothed_cross_entropy, sinusoidal_positions
 
 from conftest import tiny_model
 
@@ -319,18 +319,28 @@ def test_loss_with_num_items_in_batch_is_the_sum_over_the_accumulated_count():
 # --- decoding -------------------------------------------------------------------------------------------------------
 
 
+def decoding_model() -> VanillaTransformerForConditionalGeneration:
+    """The tiny model with projections drawn with std 0.3: at the default 0.02 the untrained model writes its start
+    token at every step of every beam, and a decoding test on it would pass whatever the cache or the masks did."""
+    return tiny_model(init_std=0.3)
+
+
 @pytest.mark.parametrize("num_beams", [1, 4])
 def test_cache_changes_nothing(num_beams):
-    model = tiny_model()
+    model = decoding_model()
     ids, mask = batch()
-    with_cache = model.generate(ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=12, use_cache=True)
-    without = model.generate(ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=12, use_cache=False)
-    assert torch.equal(with_cache, without)
+    kwargs = dict(attention_mask=mask, num_beams=num_beams, max_new_tokens=12, output_scores=True,
+                  return_dict_in_generate=True)
+    with_cache = model.generate(ids, use_cache=True, **kwargs)
+    without = model.generate(ids, use_cache=False, **kwargs)
+    assert torch.equal(with_cache.sequences, without.sequences)
+    for cached, recomputed in zip(with_cache.scores, without.scores, strict=True):
+        torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
 def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(num_beams):
-    model = tiny_model()
+    model = decoding_model()
     ids, mask = batch()
     together = model.generate(ids, attention_mask=mask, num_beams=num_beams)
     for row in range(ids.shape[0]):
@@ -383,7 +393,7 @@ def test_gnmt_penalty_prefers_a_different_hypothesis_than_no_penalty():
 
 
 def test_greedy_beam_and_sampling_all_work_through_generate():
-    model = tiny_model()
+    model = decoding_model()
     ids, mask = batch()
     greedy = model.generate(ids, attention_mask=mask, num_beams=1, max_new_tokens=5)
     beam = model.generate(ids, attention_mask=mask, max_new_tokens=5, num_return_sequences=2)
@@ -429,6 +439,105 @@ def test_decoding_steps_read_nothing_back_from_the_device(monkeypatch):
             model.generate(ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=new_tokens, min_new_tokens=new_tokens)
         counts[new_tokens] = len(reads)
     assert counts[3] == counts[12] == 4, (counts, reads)
+
+
+# --- the CPU decoding path: sliced products, beam reordering ---------------------------------------------------------
+
+
+def count_calls(monkeypatch, *names: str) -> list[str]:
+    """Records each call of the named torch functions (the module looks them up at call time)."""
+    calls = []
+    for name in names:
+        original = getattr(torch, name)
+        monkeypatch.setattr(torch, name, lambda *a, _original=original, _name=name, **k: calls.append(_name) or _original(*a, **k))
+    return calls
+
+
+def random_linear(in_features: int, out_features: int, bias: bool) -> VanillaLinear:
+    torch.manual_seed(0)
+    layer = VanillaLinear(in_features, out_features, bias=bias)
+    torch.nn.init.normal_(layer.weight, std=0.05)
+    if bias:
+        torch.nn.init.normal_(layer.bias)
+    return layer
+
+
+@pytest.mark.parametrize("rows", [1, 5, 128])
+@pytest.mark.parametrize("out_features, bias", [(512, True), (1003, False), (1003, True)])
+def test_few_rows_on_the_cpu_are_sliced_products_of_the_same_linear_function(rows, out_features, bias, monkeypatch):
+    layer = random_linear(512, out_features, bias)
+    inputs = torch.randn(rows, 1, 512)
+    calls = count_calls(monkeypatch, "bmm", "baddbmm")
+    with torch.no_grad():
+        output = layer(inputs)
+    assert calls == ["baddbmm" if bias else "bmm"]
+    expected = inputs.double() @ layer.weight.double().T + (layer.bias.double() if bias else 0)
+    assert output.shape == (rows, 1, out_features) and output.is_contiguous()
+    torch.testing.assert_close(output.double(), expected, rtol=0, atol=2e-5)
+
+
+@pytest.mark.parametrize("case", ["gradient", "129 rows", "256 x 256 weight", "bfloat16", "autocast"])
+def test_other_inputs_take_nn_linear_unchanged(case, monkeypatch):
+    size = 256 if case == "256 x 256 weight" else 512
+    layer = random_linear(size, size, bias=True)
+    inputs = torch.randn(129 if case == "129 rows" else 4, size)
+    if case == "bfloat16":
+        layer, inputs = layer.to(torch.bfloat16), inputs.to(torch.bfloat16)
+    calls = count_calls(monkeypatch, "bmm", "baddbmm")
+    with torch.set_grad_enabled(case == "gradient"), torch.autocast("cpu", torch.bfloat16, enabled=case == "autocast"):
+        output = layer(inputs)
+        expected = torch.nn.functional.linear(inputs, layer.weight, layer.bias)
+    assert calls == []
+    assert torch.equal(output, expected)
+
+
+def base_width_model() -> VanillaTransformerForConditionalGeneration:
+    """Two layers at Transformer-base width (its projections take the sliced path) with a vocabulary that 16 does
+    not divide. Projections drawn with std 0.1, not 0.02: at 0.02 the untrained model repeats its start token in
+    every beam, which would test nothing."""
+    torch.manual_seed(0)
+    config = VanillaTransformerConfig.from_preset(
+        "tiny", d_model=512, num_attention_heads=8, d_ff=2048, vocab_size=1003, init_std=0.1
+    )
+    return VanillaTransformerForConditionalGeneration(config).eval()
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_sliced_products_decode_the_tokens_of_nn_linear(num_beams, monkeypatch):
+    model = base_width_model()
+    ids, mask = batch()
+    kwargs = dict(attention_mask=mask, num_beams=num_beams, max_new_tokens=16, output_scores=True,
+                  return_dict_in_generate=True)
+    calls = count_calls(monkeypatch, "bmm", "baddbmm")
+    sliced = model.generate(ids, **kwargs)
+    assert len(calls) > 16 * 4 * 2  # every step's projections and the output projection
+    monkeypatch.setattr(VanillaLinear, "forward", torch.nn.Linear.forward)
+    plain = model.generate(ids, **kwargs)
+    assert torch.equal(sliced.sequences, plain.sequences)
+    for ours, theirs in zip(sliced.scores, plain.scores):
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-4)
+
+
+def test_beam_search_gathers_the_self_attention_cache_only(monkeypatch):
+    model = base_width_model()
+    ids, mask = batch()
+    decoder_input_ids = torch.tensor([[1, 5, 6], [1, 7, 8], [1, 9, 10], [1, 11, 12]])
+    past = model(ids[:2].repeat_interleave(2, 0), decoder_input_ids=decoder_input_ids, use_cache=True)
+    cache = past.past_key_values
+    cross_keys = cache.cross_attention_cache.layers[0].keys
+    self_keys = cache.self_attention_cache.layers[0].keys
+    beam_idx = torch.tensor([1, 1, 2, 3])
+    assert model._reorder_cache(cache, beam_idx) is cache
+    assert cache.cross_attention_cache.layers[0].keys is cross_keys
+    assert torch.equal(cache.self_attention_cache.layers[0].keys, self_keys[beam_idx])
+
+    kwargs = dict(attention_mask=mask, num_beams=4, max_new_tokens=16, output_scores=True, return_dict_in_generate=True)
+    ours = model.generate(ids, **kwargs)
+    assert (ours.beam_indices[:, 1:] != ours.beam_indices[:, :1]).any()  # beams were reordered
+    monkeypatch.delattr(VanillaTransformerForConditionalGeneration, "_reorder_cache")  # transformers' full reorder
+    full = model.generate(ids, **kwargs)
+    assert torch.equal(ours.sequences, full.sequences)
+    assert torch.equal(ours.sequences_scores, full.sequences_scores)
 
 
 # --- bad input ------------------------------------------------------------------------------------------------------
