@@ -139,7 +139,7 @@ class VanillaLinear(nn.Linear):
         weight, bias = self.weight, self.bias
         if sliced < self.out_features:
             weight, bias = weight[:sliced], None if bias is None else bias[:sliced]
-        weight = weight.view(self.slices, width, self.in_features).mT
+        weight = weight.reshape(self.slices, width, self.in_features).mT
         if bias is None:
             output = torch.bmm(products, weight)
         else:
