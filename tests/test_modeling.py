@@ -476,6 +476,17 @@ def test_few_rows_on_the_cpu_are_sliced_products_of_the_same_linear_function(row
     torch.testing.assert_close(output.double(), expected, rtol=0, atol=2e-5)
 
 
+def test_sliced_products_accept_a_non_contiguous_weight(monkeypatch):
+    layer = random_linear(512, 1024, bias=True)
+    layer.weight = torch.nn.Parameter(torch.randn(512, 1024).T * 0.05)  # a transposed view
+    inputs = torch.randn(3, 512)
+    calls = count_calls(monkeypatch, "baddbmm")
+    with torch.no_grad():
+        output = layer(inputs)
+    assert calls == ["baddbmm"] and not layer.weight.is_contiguous()
+    torch.testing.assert_close(output, torch.nn.functional.linear(inputs, layer.weight, layer.bias), rtol=0, atol=2e-5)
+
+
 @pytest.mark.parametrize("case", ["gradient", "129 rows", "256 x 256 weight", "bfloat16", "autocast"])
 def test_other_inputs_take_nn_linear_unchanged(case, monkeypatch):
     size = 256 if case == "256 x 256 weight" else 512
