@@ -105,8 +105,8 @@ def eager_attention_forward(
 
 class VanillaLinear(nn.Linear):
     """`nn.Linear` (same parameters, same function) that computes a decoding step's few rows on the CPU as one
-    batched product over 16 slices of its output features: float32, no gradient, at most `few_rows` rows, a weight
-    of at least `min_weight` entries. The result differs from `nn.Linear`'s by rounding only.
+    batched product over 16 slices of its output features: float32, no gradient, at most `few_rows` rows, a plain
+    weight of at least `min_weight` entries. The result differs from `nn.Linear`'s by rounding only.
 
     For a few rows MKL's GEMM, which `nn.Linear` calls, runs far below the memory bandwidth that reading the weights
     needs. On a 2-core EPYC the Transformer-base decoder's projections plus its 32k output projection took 10.2 ms
@@ -127,6 +127,7 @@ class VanillaLinear(nn.Linear):
             or self.out_features < self.slices
             or hidden_states.device.type != "cpu"
             or hidden_states.dtype != torch.float32
+            or type(self.weight) is not nn.Parameter  # e.g. a quantized tensor subclass
             or self.weight.dtype != torch.float32
             or torch.is_grad_enabled()
             or torch.is_autocast_enabled("cpu")

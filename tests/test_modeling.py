@@ -487,13 +487,19 @@ def test_sliced_products_accept_a_non_contiguous_weight(monkeypatch):
     torch.testing.assert_close(output, torch.nn.functional.linear(inputs, layer.weight, layer.bias), rtol=0, atol=2e-5)
 
 
-@pytest.mark.parametrize("case", ["gradient", "129 rows", "256 x 256 weight", "bfloat16", "autocast"])
+class MarkedTensor(torch.Tensor):
+    """A tensor subclass standing for a quantized weight (torchao's are tensor subclasses)."""
+
+
+@pytest.mark.parametrize("case", ["gradient", "129 rows", "256 x 256 weight", "bfloat16", "autocast", "subclass"])
 def test_other_inputs_take_nn_linear_unchanged(case, monkeypatch):
     size = 256 if case == "256 x 256 weight" else 512
     layer = random_linear(size, size, bias=True)
     inputs = torch.randn(129 if case == "129 rows" else 4, size)
     if case == "bfloat16":
         layer, inputs = layer.to(torch.bfloat16), inputs.to(torch.bfloat16)
+    if case == "subclass":
+        layer.weight = torch.nn.Parameter(layer.weight.detach().as_subclass(MarkedTensor))
     calls = count_calls(monkeypatch, "bmm", "baddbmm")
     with torch.set_grad_enabled(case == "gradient"), torch.autocast("cpu", torch.bfloat16, enabled=case == "autocast"):
         output = layer(inputs)
