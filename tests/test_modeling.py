@@ -447,9 +447,18 @@ def test_decoding_steps_read_nothing_back_from_the_device(monkeypatch):
 def count_calls(monkeypatch, *names: str) -> list[str]:
     """Records each call of the named torch functions (the module looks them up at call time)."""
     calls = []
-    for name in names:
+
+    def recorded(name: str):
         original = getattr(torch, name)
-        monkeypatch.setattr(torch, name, lambda *a, _original=original, _name=name, **k: calls.append(_name) or _original(*a, **k))
+
+        def call(*args, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+
+        return call
+
+    for name in names:
+        monkeypatch.setattr(torch, name, recorded(name))
     return calls
 
 
