@@ -664,15 +664,12 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
-    def _reorder_cache(self, past_key_values: Cache, beam_idx: torch.LongTensor) -> Cache:
+    def _reorder_cache(self, past_key_values: EncoderDecoderCache, beam_idx: torch.LongTensor) -> EncoderDecoderCache:
         """Beam search's step to the chosen beams: only the self-attention cache is gathered. `beam_idx` maps each
         beam to a beam of the same sentence, whose cross-attention keys and values are the same (one source
         repeated num_beams times), so gathering them (what `EncoderDecoderCache.reorder_cache` does, 12 copies of
         the whole cross-attention cache a step for Transformer-base) would change nothing."""
-        if isinstance(past_key_values, EncoderDecoderCache):
-            past_key_values.self_attention_cache.reorder_cache(beam_idx)
-        else:
-            past_key_values.reorder_cache(beam_idx)
+        past_key_values.self_attention_cache.reorder_cache(beam_idx)
         return past_key_values
 
     @can_return_tuple

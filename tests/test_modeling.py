@@ -521,11 +521,7 @@ def base_width_model() -> VanillaTransformerForConditionalGeneration:
     """Two layers at Transformer-base width (its projections take the sliced path) with a vocabulary that 16 does
     not divide. Projections drawn with std 0.1, not 0.02: at 0.02 the untrained model repeats its start token in
     every beam, which would test nothing."""
-    torch.manual_seed(0)
-    config = VanillaTransformerConfig.from_preset(
-        "tiny", d_model=512, num_attention_heads=8, d_ff=2048, vocab_size=1003, init_std=0.1
-    )
-    return VanillaTransformerForConditionalGeneration(config).eval()
+    return tiny_model(d_model=512, num_attention_heads=8, d_ff=2048, vocab_size=1003, init_std=0.1)
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
