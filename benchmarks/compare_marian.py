@@ -21,11 +21,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from transformers import FSMTConfig, FSMTForConditionalGeneration, MarianConfig, MarianMTModel
+from transformers import FSMTConfig, FSMTForConditionalGeneration
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.convert import to_marian
 from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
-from hf_vanilla.modeling_vanilla import sinusoidal_positions
 
 SHARED_DATA = (
     Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -41,48 +41,6 @@ def vanilla_model() -> VanillaTransformerForConditionalGeneration:
     )
     torch.manual_seed(0)
     return VanillaTransformerForConditionalGeneration(config)
-
-
-def marian_like(vanilla: VanillaTransformerForConditionalGeneration, max_positions: int = 1024) -> MarianMTModel:
-    """MarianMTModel configured as the paper's model (post-norm, ReLU, sqrt(d) embedding scale, sinusoids, one shared
-    matrix) and loaded with `vanilla`'s weights: fused projections split, the same sinusoid table."""
-    c = vanilla.config
-    config = MarianConfig(
-        vocab_size=c.vocab_size, decoder_vocab_size=c.vocab_size, d_model=c.d_model, encoder_layers=c.encoder_layers,
-        decoder_layers=c.decoder_layers, encoder_attention_heads=c.num_attention_heads,
-        decoder_attention_heads=c.num_attention_heads, encoder_ffn_dim=c.d_ff, decoder_ffn_dim=c.d_ff,
-        activation_function="relu", dropout=c.dropout, attention_dropout=0.0, activation_dropout=0.0,
-        max_position_embeddings=max_positions, scale_embedding=True, share_encoder_decoder_embeddings=True,
-        pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=None,
-    )
-    marian = MarianMTModel(config)
-    ours = vanilla.state_dict()
-    mapped = {"model.shared.weight": ours["model.shared.weight"]}
-    for side in ("encoder", "decoder"):
-        positions = sinusoidal_positions(0, max_positions, c.d_model, torch.device("cpu"))
-        mapped[f"model.{side}.embed_positions.weight"] = positions
-        for i in range(getattr(c, f"{side}_layers")):
-            ours_prefix, theirs = f"model.{side}.layers.{i}.", f"model.{side}.layers.{i}."
-            for kind in ("weight", "bias"):
-                q, k, v = ours[f"{ours_prefix}self_attn.qkv_proj.{kind}"].chunk(3)
-                mapped.update({f"{theirs}self_attn.q_proj.{kind}": q, f"{theirs}self_attn.k_proj.{kind}": k,
-                               f"{theirs}self_attn.v_proj.{kind}": v})
-                for name in ("self_attn.out_proj", "self_attn_layer_norm", "final_layer_norm"):
-                    mapped[f"{theirs}{name}.{kind}"] = ours[f"{ours_prefix}{name}.{kind}"]
-                mapped[f"{theirs}fc1.{kind}"] = ours[f"{ours_prefix}feed_forward.fc1.{kind}"]
-                mapped[f"{theirs}fc2.{kind}"] = ours[f"{ours_prefix}feed_forward.fc2.{kind}"]
-                if side == "decoder":
-                    k2, v2 = ours[f"{ours_prefix}encoder_attn.kv_proj.{kind}"].chunk(2)
-                    mapped.update({f"{theirs}encoder_attn.q_proj.{kind}": ours[f"{ours_prefix}encoder_attn.q_proj.{kind}"],
-                                   f"{theirs}encoder_attn.k_proj.{kind}": k2, f"{theirs}encoder_attn.v_proj.{kind}": v2})
-                    for name in ("encoder_attn.out_proj", "encoder_attn_layer_norm"):
-                        mapped[f"{theirs}{name}.{kind}"] = ours[f"{ours_prefix}{name}.{kind}"]
-    missing, unexpected = marian.load_state_dict(mapped, strict=False)
-    left = [name for name in missing if not name.endswith(("embed_tokens.weight", "lm_head.weight", "final_logits_bias"))]
-    if left or unexpected:
-        raise RuntimeError(f"weight mapping incomplete: missing {left}, unexpected {unexpected}")
-    marian.tie_weights()
-    return marian
 
 
 def fsmt_model() -> FSMTForConditionalGeneration:
@@ -180,7 +138,7 @@ def _cpu_peak_memory(name: str, batch: int, length: int, queue) -> None:
     """Runs in a fresh process: the peak resident memory that 3 training steps of model `name` add to the memory
     its weights already take (gradients, Adam state, activations). The peak is reset first (/proc/self/clear_refs),
     because a spawned process inherits its parent's peak."""
-    builders = {"hf_vanilla": vanilla_model, "MarianMTModel": lambda: marian_like(vanilla_model()), "FSMT": fsmt_model}
+    builders = {"hf_vanilla": vanilla_model, "MarianMTModel": lambda: to_marian(vanilla_model()), "FSMT": fsmt_model}
     model = builders[name]()
     source, target = english_batches(length, batch), english_batches(length, batch).roll(1, 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
@@ -304,7 +262,7 @@ def main() -> None:
     device, dtype = torch.device(args.device), getattr(torch, args.dtype)
 
     vanilla = vanilla_model()
-    models = {"hf_vanilla": vanilla, "MarianMTModel": marian_like(vanilla)}
+    models = {"hf_vanilla": vanilla, "MarianMTModel": to_marian(vanilla)}
     if not args.skip_fsmt:
         models["FSMT"] = fsmt_model()
     source = english_batches(args.length, args.batch_size)

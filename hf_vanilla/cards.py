@@ -1,6 +1,6 @@
 """Model cards rendered from a recipe's `results.json` and the model's own configuration, never by hand.
 
-The Jinja templates live in the repository's `model_cards/` folder. Rendering is strict: an unfilled template field, a
+The Jinja templates are package data (`hf_vanilla/templates/`). Rendering is strict: an unfilled template field, a
 result missing from `results.json` or a card whose `model-index` figures differ from `results.json` is an error.
 """
 
@@ -13,7 +13,7 @@ from transformers import GenerationConfig
 
 from .configuration_vanilla import VanillaTransformerConfig
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "model_cards"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 # The paper's figures beside which each checkpoint's own are shown (Tables 2, 3 and 4).
 PAPER_TRANSLATION = {
@@ -128,7 +128,7 @@ def render_model_card(results: dict, config: VanillaTransformerConfig, generatio
     try:
         content = environment.get_template(f"{task}.md.j2").render(**context)
     except jinja2.TemplateNotFound as error:
-        raise CardError(f"card template {error.name} not found in {TEMPLATES} (install hf_vanilla from its repository)") from error
+        raise CardError(f"card template {error.name} not found in {TEMPLATES}") from error
     except jinja2.UndefinedError as error:
         raise CardError(f"the {task} card has an unfilled field: {error.message}") from error
     card = ModelCard(content)

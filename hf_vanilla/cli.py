@@ -39,7 +39,7 @@ def _score_bleu(args: argparse.Namespace) -> None:
 
 
 def _score_evalb(args: argparse.Namespace) -> None:
-    from .parsing import evalb
+    from .evaluation.evalb import evalb
 
     try:
         print(json.dumps(evalb(_read_lines(args.gold), _read_lines(args.predicted))))
@@ -104,8 +104,8 @@ def _translate(args: argparse.Namespace) -> None:
 
 def _parse(args: argparse.Namespace) -> None:
     from .decoding import generate_texts
-    from .parsing import tree_from_output
-    from .tree_grammar import tree_grammar_for
+    from .parsing.grammar import tree_grammar_for
+    from .parsing.linearization import tree_from_output
 
     lines = _input_lines(args)
     model, tokenizer = _load(args.model)

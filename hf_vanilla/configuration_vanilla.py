@@ -1,8 +1,7 @@
-"""Configuration of the Transformer of "Attention Is All You Need" (Vaswani et al., 2017)."""
+"""Configuration of the Transformer of "Attention Is All You Need" (Vaswani et al., 2017), and its decoding."""
 
 from huggingface_hub.dataclasses import strict
-from transformers import PreTrainedConfig
-
+from transformers import GenerationConfig, PreTrainedConfig
 
 # Model sizes. `base` and `big` are the rows of Table 3 of the paper; `parsing` is the section 6.3 parser
 # (4 layers, d_model 1024); `demo`/`demo_parsing` fit the 15-minute CPU demos; `tiny` is for tests.
@@ -23,14 +22,44 @@ PRESETS: dict[str, dict] = {
     ),
 }
 
-# The paper's decoding (sections 6.1 and 6.3), which the model writes into its `generation_config`:
-# beam size, GNMT length penalty alpha, and maximum output length = source length + offset, with early stopping.
+# The paper's decoding (sections 6.1 and 6.3), the one place it is written: beam size, GNMT length penalty alpha,
+# maximum output length = source length + offset, early stopping. A model's `config.decoding` names its row, and
+# `VanillaGenerationConfig.from_model_config` turns that row into the model's `generation_config`.
 DECODING: dict[str, dict] = {
     "translation": dict(num_beams=4, length_penalty=0.6, length_penalty_style="gnmt", max_length_offset=50),
     "parsing": dict(num_beams=21, length_penalty=0.3, length_penalty_style="gnmt", max_length_offset=300),
 }
 
 TREE_LEAVES = ("placeholder", "pos", "words")
+# The feed-forward activation: the paper's ReLU, or swish (SiLU), which most OPUS-MT Marian models use.
+ACTIVATIONS = ("relu", "swish")
+
+
+class VanillaGenerationConfig(GenerationConfig):
+    """`GenerationConfig` with the paper's two decoding settings that transformers lacks (read by
+    `VanillaTransformerForConditionalGeneration.generate`):
+
+    - `length_penalty_style`: `"gnmt"` ranks finished beams by log P(Y|X) / ((5 + |Y|) / 6)^alpha (Wu et al., 2016),
+      alpha = `length_penalty`; `"power"` keeps transformers' log P / |Y|^alpha.
+    - `max_length_offset`: each sentence stops at its own source length + this many tokens (None: no such limit).
+
+    A new model's generation config is the paper's decoding for its `config.decoding` (`DECODING`); it is saved as
+    `generation_config.json` beside the weights and read back from there."""
+
+    def __init__(self, length_penalty_style: str = "power", max_length_offset: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.length_penalty_style = length_penalty_style
+        self.max_length_offset = max_length_offset
+
+    @classmethod
+    def from_model_config(cls, model_config) -> "VanillaGenerationConfig":
+        """The paper's decoding for `model_config.decoding`, with the model's special tokens."""
+        tokens = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+        return cls(
+            **DECODING[model_config.decoding],
+            early_stopping=True,
+            **{name: getattr(model_config, name) for name in tokens},
+        )
 
 
 @strict
@@ -62,6 +91,11 @@ class VanillaTransformerConfig(PreTrainedConfig):
             (XX, Vinyals et al., 2015), `"pos"` (its POS tag) or `"words"` (the word itself, copied).
         tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax
             projection (section 3.4). `False` gives three independent matrices.
+        scale_embedding: multiply token embeddings by sqrt(d_model) (section 3.4). `False` only for converted models
+            trained without it.
+        activation_function: the feed-forward activation: `"relu"` (the paper) or `"swish"` (OPUS-MT's Marian models).
+        final_logits_bias: add a learned bias to the pre-softmax projection (Marian's `final_logits_bias`; the paper
+            has none).
     """
 
     model_type = "vanilla_transformer"
@@ -92,6 +126,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
     eos_token_id: int | list[int] | None = 2
     decoder_start_token_id: int | None = 1
     tie_word_embeddings: bool = True
+    scale_embedding: bool = True
+    activation_function: str = "relu"
+    final_logits_bias: bool = False
 
     def __post_init__(self, **kwargs):
         problems = []
@@ -117,6 +154,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             )
         if self.decoding not in DECODING:
             problems.append(f"decoding must be one of {sorted(DECODING)}, got {self.decoding!r}")
+        if self.activation_function not in ACTIVATIONS:
+            problems.append(f"activation_function must be one of {list(ACTIVATIONS)}, got {self.activation_function!r}")
         if self.tree_leaves not in TREE_LEAVES:
             problems.append(f"tree_leaves must be one of {list(TREE_LEAVES)}, got {self.tree_leaves!r}")
         if self.max_position_embeddings < 1:
@@ -136,4 +175,4 @@ class VanillaTransformerConfig(PreTrainedConfig):
         return cls(**{**PRESETS[name], **overrides})
 
 
-__all__ = ["VanillaTransformerConfig", "PRESETS", "DECODING"]
+__all__ = ["DECODING", "PRESETS", "VanillaGenerationConfig", "VanillaTransformerConfig"]

@@ -19,7 +19,7 @@ def generate_texts(
     """Decodes `sentences` with `model.generate` (the model's generation config, overridden by `generate_kwargs`),
     in batches of at most `max_tokens` source tokens, sorted by length to keep padding small; returns the outputs
     in input order. An empty sentence gives an empty output. `processors_for_batch`, given the sentences of a batch,
-    returns logits processors for it (e.g. `hf_vanilla.tree_grammar.tree_grammar_for`), run after any passed as
+    returns logits processors for it (e.g. `hf_vanilla.parsing.grammar.tree_grammar_for`), run after any passed as
     `logits_processor`."""
     fixed_processors = list(generate_kwargs.pop("logits_processor", None) or [])
     encoded = [tokenizer(s)["input_ids"] if s.strip() else None for s in sentences]

@@ -12,7 +12,8 @@ from .cards import check_card, load_results, render_model_card
 from .modeling_vanilla import VanillaTransformerForConditionalGeneration
 
 REQUIRED_FILES = (
-    "config.json", "model.safetensors", "modeling_vanilla.py", "configuration_vanilla.py", "tokenizer.json",
+    "config.json", "model.safetensors", "modeling_vanilla.py", "configuration_vanilla.py", "linear_vanilla.py",
+    "tokenizer.json",
     "generation_config.json", "README.md", "results.json",
 )
 

@@ -6,11 +6,8 @@ is shared by the encoder embeddings, the decoder embeddings and the pre-softmax 
 
 Weight initialisation (the paper gives none): token embeddings N(0, d_model^-0.5) with the padding row at zero, so that
 embeddings scaled by sqrt(d_model) have unit variance like the sinusoids they are added to; every projection matrix
-N(0, init_std = 0.02) as in transformers' Marian, BART and FSMT; biases zero; LayerNorm gain one and bias zero.
-Measured on the demo corpus (d_model 128, 3+3 layers): after 300 updates the validation loss is 4.85 nats with this
-initialisation against 5.44 with fairseq's Glorot-uniform projections. With N(0, 0.02) embeddings as well (4.73 nats
-at 300 updates) the scaled embeddings are a quarter of the positions' scale and the model collapsed into a language
-model, giving one sentence for every source (sacreBLEU 0.8 after 11 minutes).
+N(0, init_std = 0.02) as in transformers' Marian, BART and FSMT; biases zero; LayerNorm gain one and bias zero
+(`docs/experiments.md` compares it with Glorot-uniform projections and N(0, 0.02) embeddings).
 """
 
 import copy
@@ -36,7 +33,8 @@ from transformers.utils import can_return_tuple, is_torchdynamo_compiling
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
-from .configuration_vanilla import DECODING, VanillaTransformerConfig
+from .configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
+from .linear_vanilla import VanillaFusedProjection, VanillaLinear
 
 
 def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_token_id: int) -> torch.Tensor:
@@ -49,14 +47,16 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_to
 
 def sinusoidal_positions(start: int, length: int, d_model: int, device: torch.device) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) (section 3.5),
-    for positions start .. start+length-1, computed for any length. Returns float32 of shape (length, d_model)."""
-    positions = torch.arange(start, start + length, device=device, dtype=torch.float32)
-    inverse_frequencies = torch.exp(
-        torch.arange(0, d_model, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / d_model)
-    )
+    for positions start .. start+length-1, computed for any length. Returns float32 of shape (length, d_model).
+
+    The angles are computed in float64 (float32 where the device has none, e.g. Apple's MPS): in float32, an angle of
+    position 3,000 is off by ~2e-4 radians."""
+    dtype = torch.float32 if torch.device(device).type == "mps" else torch.float64
+    positions = torch.arange(start, start + length, device=device, dtype=dtype)
+    inverse_frequencies = torch.exp(torch.arange(0, d_model, 2, device=device, dtype=dtype) * (-math.log(10000.0) / d_model))
     angles = positions[:, None] * inverse_frequencies[None, :]
     # Interleave: sin on even dimensions, cos on odd dimensions.
-    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(1)[:, :d_model]
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(1)[:, :d_model].float()
 
 
 class VanillaPositionalEncoding(nn.Module):
@@ -101,63 +101,6 @@ def eager_attention_forward(
     attn_weights = nn.functional.dropout(attn_weights, p=dropout, training=module.training)
     attn_output = torch.matmul(attn_weights, value).transpose(1, 2).contiguous()
     return attn_output, attn_weights
-
-
-class VanillaLinear(nn.Linear):
-    """`nn.Linear` (same parameters, same function) that computes a decoding step's few rows on the CPU as one
-    batched product over 16 slices of its output features: float32, no gradient, at most `few_rows` rows, a plain
-    weight of at least `min_weight` entries. The result differs from `nn.Linear`'s by rounding only.
-
-    For a few rows MKL's GEMM, which `nn.Linear` calls, runs far below the memory bandwidth that reading the weights
-    needs. On a 2-core EPYC the Transformer-base decoder's projections plus its 32k output projection took 10.2 ms
-    for 1 row, 23.5 for 4, 24.9 for 16 and 76.5 for 128, and as 16 slices (`torch.bmm` over views of the same weight,
-    no copy) 6.3, 11.5, 16.8 and 67.3 ms; from 256 rows the slices are slower (146 against 131 ms), and below a
-    512 x 512 weight the batched call's fixed cost exceeds the gain.
-    """
-
-    few_rows = 128
-    min_weight = 512 * 512
-    slices = 16
-
-    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        rows = hidden_states.numel() // self.in_features
-        if (
-            rows > self.few_rows
-            or self.weight.numel() < self.min_weight
-            or self.out_features < self.slices
-            or hidden_states.device.type != "cpu"
-            or hidden_states.dtype != torch.float32
-            or type(self.weight) is not nn.Parameter  # e.g. a quantized tensor subclass
-            or self.weight.dtype != torch.float32
-            or torch.is_grad_enabled()
-            or torch.is_autocast_enabled("cpu")
-        ):
-            return super().forward(hidden_states)
-        width = self.out_features // self.slices
-        sliced = width * self.slices
-        inputs = hidden_states.reshape(rows, self.in_features)
-        products = inputs.expand(self.slices, rows, self.in_features)
-        weight, bias = self.weight, self.bias
-        if sliced < self.out_features:
-            weight, bias = weight[:sliced], None if bias is None else bias[:sliced]
-        weight = weight.reshape(self.slices, width, self.in_features).mT
-        if bias is None:
-            output = torch.bmm(products, weight)
-        else:
-            output = torch.baddbmm(bias.view(self.slices, 1, width), products, weight)
-        output = output.transpose(0, 1).reshape(rows, sliced)
-        if sliced < self.out_features:  # the last out_features % slices features
-            bias = None if self.bias is None else self.bias[sliced:]
-            output = torch.cat([output, nn.functional.linear(inputs, self.weight[sliced:], bias)], dim=-1)
-        return output.view(*hidden_states.shape[:-1], self.out_features)
-
-
-class VanillaFusedProjection(VanillaLinear):
-    """`num_blocks` projections d_model -> d_model stacked in one matrix, so that one matmul computes them all
-    (queries, keys and values: W^Q, W^K, W^V of section 3.2.2)."""
-
-    def __init__(self, d_model: int, num_blocks: int):
-        super().__init__(d_model, num_blocks * d_model)
 
 
 class VanillaAttention(nn.Module):
@@ -236,16 +179,18 @@ class VanillaAttention(nn.Module):
 
 
 class VanillaFeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3), inner width d_ff."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3), inner width d_ff; swish instead of max(0, .) when
+    `config.activation_function="swish"` (OPUS-MT's models)."""
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__()
         self.fc1 = VanillaLinear(config.d_model, config.d_ff)
         self.fc2 = VanillaLinear(config.d_ff, config.d_model)
+        self.activation = nn.functional.relu if config.activation_function == "relu" else nn.functional.silu
         self.activation_dropout = config.activation_dropout
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        hidden_states = nn.functional.relu(self.fc1(hidden_states))
+        hidden_states = self.activation(self.fc1(hidden_states))
         hidden_states = nn.functional.dropout(hidden_states, p=self.activation_dropout, training=self.training)
         return self.fc2(hidden_states)
 
@@ -389,7 +334,7 @@ class VanillaEncoder(VanillaPreTrainedModel):
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__(config)
-        self.embed_scale = math.sqrt(config.d_model)
+        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         self.dropout = config.dropout
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
         self.embed_positions = VanillaPositionalEncoding(config)
@@ -444,7 +389,7 @@ class VanillaDecoder(VanillaPreTrainedModel):
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__(config)
-        self.embed_scale = math.sqrt(config.d_model)
+        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         self.dropout = config.dropout
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
         self.embed_positions = VanillaPositionalEncoding(config)
@@ -639,18 +584,16 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
     the paper's decoding (beam search with the GNMT length penalty and a per-source maximum output length)."""
 
     _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
+    # A new model's generation config is the paper's decoding for `config.decoding` (the public hook of
+    # `PreTrainedModel.__init__`); a saved model's is its generation_config.json.
+    generation_config_class = VanillaGenerationConfig
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__(config)
         self.model = VanillaTransformerModel(config)
-        self.lm_head = VanillaLinear(config.d_model, config.vocab_size, bias=False)
+        self.lm_head = VanillaLinear(config.d_model, config.vocab_size, bias=config.final_logits_bias)
         self._length_penalty_style = "power"
         self.post_init()
-        # The paper's decoding is the default; `length_penalty_style` and `max_length_offset` are read by generate().
-        for name, value in {**DECODING[config.decoding], "early_stopping": True}.items():
-            setattr(self.generation_config, name, value)
-        # A config marked as derived from the model config is reloaded without its extra attributes: it is our own.
-        self.generation_config._from_model_config = False
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head

@@ -17,14 +17,16 @@ from transformers import HfArgumentParser
 
 from hf_vanilla.configuration_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.encoding import encode_pairs
+from hf_vanilla.data.treebank import treebank_path, treebank_splits
 from hf_vanilla.decoding import generate_texts
-from hf_vanilla.parsing import evalb, linearize_leaves, needed_repair, tree_from_output, treebank_splits, tree_words
+from hf_vanilla.evaluation.evalb import evalb
+from hf_vanilla.parsing import linearize_leaves, needed_repair, tree_from_output, tree_words
+from hf_vanilla.parsing.grammar import tree_grammar_for
 from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.accelerator import create_accelerator
 from hf_vanilla.training.finish import finish_run
 from hf_vanilla.training.loop import settings_for_run, train
 from hf_vanilla.training.presets import PARSING_PRESETS, new_model
-from hf_vanilla.tree_grammar import tree_grammar_for
 
 
 @dataclass
@@ -55,7 +57,7 @@ class Arguments:
     )
     tree_grammar: bool = field(
         default=True,
-        metadata={"help": "Decode under the grammar of trees over the input words (hf_vanilla.tree_grammar): every "
+        metadata={"help": "Decode under the grammar of trees over the input words (hf_vanilla.parsing.grammar): every "
                   "hypothesis a well-formed tree prefix. --no-tree-grammar decodes freely as the paper did; either way "
                   "`delinearize` repairs what comes out."},
     )
@@ -68,18 +70,6 @@ class Arguments:
     save_every: int | None = field(default=None)
     keep_last: int | None = field(default=None)
     average_last: int | None = field(default=None)
-
-
-def treebank_path(name: str) -> Path:
-    """`nltk` resolves through NLTK's data path (NLTK_DATA), as `nltk.corpus.treebank` does."""
-    if name != "nltk":
-        return Path(name)
-    import nltk
-
-    try:
-        return Path(nltk.data.find("corpora/treebank/combined"))
-    except LookupError as error:
-        raise SystemExit("NLTK's treebank sample is not installed: python -m nltk.downloader treebank, or set NLTK_DATA") from error
 
 
 def as_pairs(trees: list[str], leaves: str) -> Dataset:
@@ -102,7 +92,10 @@ def main(args: Arguments) -> dict:
         ).tree_leaves
     except ValueError as error:
         raise SystemExit(f"--tree-leaves: {error}") from error
-    splits = treebank_splits(treebank_path(args.treebank))
+    try:
+        splits = treebank_splits(treebank_path(args.treebank))
+    except FileNotFoundError as error:
+        raise SystemExit(str(error)) from error
     corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items()})
     # Treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
     tokenizer = prepare_shared_tokenizer(

@@ -15,9 +15,9 @@ from accelerate.utils import set_seed
 from transformers import HfArgumentParser
 
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
+from hf_vanilla.data.encoding import encode_pairs
 from hf_vanilla.decoding import generate_texts
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
-from hf_vanilla.data.encoding import encode_pairs
 from hf_vanilla.tokenization import prepare_shared_tokenizer
 from hf_vanilla.training.accelerator import create_accelerator
 from hf_vanilla.training.finish import finish_run

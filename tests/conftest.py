@@ -1,23 +1,12 @@
-"""Shared fixtures: the real data in ../shared/data (skipped with a reason where it is absent) and tiny models."""
+"""Shared fixtures: the real data in ../shared/data (skipped with a reason where it is absent), the reversal model,
+and short real runs of both recipes. The functions behind them are in `helpers.py`."""
 
 import os
 from pathlib import Path
 
 import pytest
-import torch
 
-import hf_vanilla
-
-SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-WMT_SAMPLE = SHARED_DATA / "wmt14-ende-sample"
-NLTK_DATA = SHARED_DATA / "nltk_data"
-
-
-def require(path: Path) -> Path:
-    """Skips the calling test when the shared data at `path` is absent (a user's fresh clone)."""
-    if not path.exists():
-        pytest.skip(f"shared test data not found at {path} (set HF_VANILLA_SHARED_DATA to ../shared/data)")
-    return path
+from helpers import NLTK_DATA, WMT_SAMPLE, recipe, require, train_reversal_model
 
 
 @pytest.fixture
@@ -30,28 +19,25 @@ def treebank_dir() -> Path:
     return require(NLTK_DATA / "corpora" / "treebank" / "combined")
 
 
-def tiny_model(**overrides) -> hf_vanilla.VanillaTransformerForConditionalGeneration:
-    torch.manual_seed(0)
-    config = hf_vanilla.VanillaTransformerConfig.from_preset("tiny", **overrides)
-    return hf_vanilla.VanillaTransformerForConditionalGeneration(config).eval()
+@pytest.fixture(scope="session")
+def reversal_model():
+    """A tiny model trained for seconds to reverse its input (see `helpers.train_reversal_model`). Tests must not
+    change it."""
+    return train_reversal_model()
 
 
-RECIPES = Path(__file__).resolve().parents[1] / "recipes"
-
-
-def _recipe(name: str):
-    import importlib
-    import sys
-
-    if str(RECIPES) not in sys.path:
-        sys.path.insert(0, str(RECIPES))
-    return importlib.import_module(name)
+@pytest.fixture(scope="session")
+def reversal_model_dir(reversal_model, tmp_path_factory) -> Path:
+    """The reversal model saved with `save_pretrained` (weights, config with auto_map, model code)."""
+    folder = tmp_path_factory.mktemp("reversal_model")
+    reversal_model.save_pretrained(folder)
+    return folder
 
 
 @pytest.fixture(scope="session")
 def wmt_run(tmp_path_factory) -> tuple[Path, dict]:
     """A real 4-step run of the WMT recipe on the shared WMT sample: its output folder and results."""
-    wmt_ende = _recipe("wmt_ende")
+    wmt_ende = recipe("wmt_ende")
     output_dir = tmp_path_factory.mktemp("wmt_run")
     args = wmt_ende.Arguments(
         preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir), max_steps=4,
@@ -69,7 +55,7 @@ def parse_run(tmp_path_factory) -> tuple[Path, dict]:
 
     if str(NLTK_DATA) not in nltk.data.path:
         nltk.data.path.insert(0, str(NLTK_DATA))
-    ptb_parse = _recipe("ptb_parse")
+    ptb_parse = recipe("ptb_parse")
     output_dir = tmp_path_factory.mktemp("parse_run")
     args = ptb_parse.Arguments(
         preset="demo", treebank="nltk", output_dir=str(output_dir), max_steps=3, max_tokens=3000, num_beams=1,

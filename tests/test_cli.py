@@ -7,7 +7,7 @@ import sys
 import torch
 from safetensors.torch import load_file
 
-from conftest import tiny_model
+from helpers import tiny_model
 
 
 def hf_vanilla(*args: str) -> subprocess.CompletedProcess:

@@ -2,11 +2,12 @@
 that stays close to fp32 and trains. CI has no GPU, so these skip there; on a GPU machine run
 `python -m pytest -q tests/test_cuda.py`."""
 
+import copy
+
 import pytest
 import torch
 
-from conftest import tiny_model
-from test_modeling import batch
+from helpers import assert_varied, batch, decoded, reversal_batch, tiny_model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -25,14 +26,16 @@ def test_gpu_computes_the_cpu_function(attn_implementation):
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
-def test_gpu_decodes_the_cpu_tokens(num_beams):
-    """The paper's decoding (gnmt length penalty, source length + offset) gives the same tokens on both devices."""
-    model = tiny_model().double()
-    ids, mask = batch(lengths=(7, 4, 6, 2))
+def test_gpu_decodes_the_cpu_tokens(reversal_model, num_beams):
+    """The paper's decoding (gnmt length penalty, source length + offset) of the reversal model gives the same tokens
+    on both devices, and they are the reversals of the sources."""
+    model = copy.deepcopy(reversal_model).double()
+    ids, mask, answers = reversal_batch(seed=9, rows=6, lengths=(3, 10))
     kwargs = dict(num_beams=num_beams, length_penalty=0.6, length_penalty_style="gnmt", max_length_offset=6)
     on_cpu = model.generate(ids, attention_mask=mask, **kwargs)
     on_gpu = model.cuda().generate(ids.cuda(), attention_mask=mask.cuda(), **kwargs)
-    assert on_cpu.shape[1] > 2
+    assert_varied(on_cpu)
+    assert [decoded(row) for row in on_cpu.tolist()] == answers
     assert torch.equal(on_gpu.cpu(), on_cpu)
 
 

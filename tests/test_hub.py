@@ -14,7 +14,7 @@ from hf_vanilla.cards import CardError, check_card, render_model_card
 from hf_vanilla.hub import PublishError, build_hub_folder, push_model_folder
 from hf_vanilla.parsing import parse_tree
 
-from test_remote_code import run_loader
+from helpers import run_loader
 
 
 def test_translation_folder_loads_without_the_package_and_translates_identically(wmt_run, tmp_path):
@@ -38,7 +38,7 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
     ids = tokenizer(["The house is small.", "Resumption of the session"], return_tensors="pt", padding=True)["input_ids"]
     model = VanillaTransformerForConditionalGeneration.from_pretrained(run_dir / "final").eval()
     expected = model.generate(ids, attention_mask=(ids != tokenizer.pad_token_id).long()).tolist()
-    assert run_loader(folder, True, ids)["beams"] == expected
+    assert run_loader(folder, True, ids)["beam"] == expected
 
 
 def test_parser_card_reports_evalb_from_results_and_its_snippet_parses(parse_run, tmp_path, capsys):

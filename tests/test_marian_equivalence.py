@@ -1,43 +1,37 @@
-"""With hf_vanilla's weights loaded into transformers' MarianMTModel (configured as the paper's model), both compute the
-same function: an independent implementation checks the forward pass, the cache and beam search. The benchmark relies
-on this mapping to compare speed on identical weights."""
-
-import sys
-from pathlib import Path
+"""hf_vanilla and transformers' MarianMTModel, an independent implementation of the same architecture, compute the
+same function once `hf_vanilla.convert.to_marian` has moved the weights across: the forward pass on padded batches
+(padding and causal masks), and greedy and beam decoding (the cache, the beam reordering) of the reversal model,
+whose decodings depend on every source token."""
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from hf_vanilla.convert import to_marian
 
-from compare_marian import marian_like  # noqa: E402
-
-from conftest import tiny_model  # noqa: E402
+from helpers import assert_varied, decoded, reversal_batch, tiny_model
 
 
-def paired_models_and_source(seed: int, batch: int, length: int, padded_row: int, real_length: int):
-    """A tiny hf_vanilla model, a MarianMTModel holding its weights, and a random source batch with one padded row."""
-    ours = tiny_model(pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
-    theirs = marian_like(ours, max_positions=128).eval()
-    torch.manual_seed(seed)
-    source = torch.randint(3, 1000, (batch, length))
-    source[padded_row, real_length:] = 0
-    return ours, theirs, source
+def test_same_logits_as_marian_on_a_padded_batch(reversal_model):
+    for ours in (reversal_model, tiny_model(vocab_size=1003, init_std=0.1)):
+        theirs = to_marian(ours).eval()
+        ids, mask, answers = reversal_batch(seed=1, rows=4, lengths=(3, 10))
+        assert mask.sum(-1).min() < mask.shape[1] - 3  # some rows are padded
+        target = torch.tensor([[1] + answer[:-1] + [0] * (11 - len(answer)) for answer in answers])
+        with torch.no_grad():
+            a = ours(input_ids=ids, attention_mask=mask, decoder_input_ids=target).logits
+            b = theirs(input_ids=ids, attention_mask=mask, decoder_input_ids=target).logits
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
-def test_same_logits_as_marian_with_the_same_weights():
-    ours, theirs, source = paired_models_and_source(seed=1, batch=3, length=12, padded_row=1, real_length=7)
-    target = torch.randint(3, 1000, (3, 9))
-    with torch.no_grad():
-        a = ours(input_ids=source, attention_mask=(source != 0).long(), decoder_input_ids=target).logits
-        b = theirs(input_ids=source, attention_mask=(source != 0).long(), decoder_input_ids=target).logits
-    assert torch.allclose(a, b, atol=1e-5), (a - b).abs().max()
-
-
-def test_same_greedy_and_beam_tokens_as_marian():
-    ours, theirs, source = paired_models_and_source(seed=2, batch=4, length=10, padded_row=2, real_length=6)
-    mask = (source != 0).long()
+def test_same_greedy_and_beam_tokens_and_scores_as_marian(reversal_model):
+    theirs = to_marian(reversal_model).eval()
+    ids, mask, answers = reversal_batch(seed=2, rows=6, lengths=(3, 10))
     for beams in (1, 4):
-        kwargs = dict(num_beams=beams, max_new_tokens=12, length_penalty=0.6, early_stopping=True, do_sample=False)
-        a = ours.generate(input_ids=source, attention_mask=mask, length_penalty_style="power", **kwargs)
-        b = theirs.generate(input_ids=source, attention_mask=mask, **kwargs)
-        assert a.tolist() == b.tolist(), (beams, a, b)
+        kwargs = dict(num_beams=beams, num_return_sequences=beams, max_new_tokens=12, length_penalty=0.6,
+                      early_stopping=True, do_sample=False, output_scores=True, return_dict_in_generate=True)
+        a = reversal_model.generate(input_ids=ids, attention_mask=mask, length_penalty_style="power", **kwargs)
+        b = theirs.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        assert_varied(a.sequences[::beams])
+        assert [decoded(row) for row in a.sequences[::beams].tolist()] == answers
+        assert a.sequences.tolist() == b.sequences.tolist(), beams
+        for ours_scores, theirs_scores in zip(a.scores, b.scores, strict=True):
+            torch.testing.assert_close(ours_scores, theirs_scores, rtol=1e-5, atol=1e-4)

@@ -10,20 +10,10 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_vanilla
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
-from hf_vanilla.modeling_vanilla import VanillaLinear, label_smoothed_cross_entropy, sinusoidal_positions
+from hf_vanilla.linear_vanilla import VanillaLinear
+from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
 
-from conftest import tiny_model
-
-
-def batch(seed: int = 1, lengths=(7, 4, 6), vocab: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
-    """A right-padded batch of random source sentences, each ending with </s> (id 2)."""
-    generator = torch.Generator().manual_seed(seed)
-    ids = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
-    for row, length in enumerate(lengths):
-        ids[row, : length - 1] = torch.randint(4, vocab, (length - 1,), generator=generator)
-        ids[row, length - 1] = 2
-    return ids, (ids != 0).long()
-
+from helpers import assert_varied, batch, decoded, reversal_accuracy, reversal_batch, tiny_model
 
 # --- configuration -------------------------------------------------------------------------------------------------
 
@@ -319,35 +309,60 @@ def test_loss_with_num_items_in_batch_is_the_sum_over_the_accumulated_count():
 # --- decoding -------------------------------------------------------------------------------------------------------
 
 
-def decoding_model() -> VanillaTransformerForConditionalGeneration:
-    """The tiny model with projections drawn with std 0.3: at the default 0.02 the untrained model writes its start
-    token at every step of every beam, and a decoding test on it would pass whatever the cache or the masks did."""
-    return tiny_model(init_std=0.3)
+def test_the_reversal_model_decodes_what_it_was_trained_for(reversal_model):
+    """The model the decoding tests compare: its greedy and beam decodings of unseen sources are their reversals."""
+    ids, mask, answers = reversal_batch(seed=7, rows=64)
+    assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=1) >= 0.9
+    assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4) >= 0.9
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
-def test_cache_changes_nothing(num_beams):
-    model = decoding_model()
-    ids, mask = batch()
-    kwargs = dict(attention_mask=mask, num_beams=num_beams, max_new_tokens=12, output_scores=True,
-                  return_dict_in_generate=True)
-    with_cache = model.generate(ids, use_cache=True, **kwargs)
-    without = model.generate(ids, use_cache=False, **kwargs)
+def test_cache_changes_nothing(reversal_model, num_beams):
+    """Decoding with the key/value cache (one new position a step, reordered with the beams) gives the tokens and
+    every step's scores of recomputing the whole prefix at each step."""
+    ids, mask, _ = reversal_batch(seed=3, rows=6)
+    kwargs = dict(attention_mask=mask, num_beams=num_beams, num_return_sequences=num_beams, max_new_tokens=12,
+                  output_scores=True, return_dict_in_generate=True)
+    with_cache = reversal_model.generate(ids, use_cache=True, **kwargs)
+    without = reversal_model.generate(ids, use_cache=False, **kwargs)
+    assert_varied(with_cache.sequences[::num_beams])
     assert torch.equal(with_cache.sequences, without.sequences)
     for cached, recomputed in zip(with_cache.scores, without.scores, strict=True):
-        torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-5)
+        torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-4)
+    if num_beams > 1:
+        assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
+
+
+def test_cached_decoding_scores_are_the_teacher_forced_distribution(reversal_model):
+    """Each greedy step's logits (computed incrementally from the cache) are those of one teacher-forced pass over the
+    whole decoded sequence, whose causal mask hides every later position."""
+    ids, mask, _ = reversal_batch(seed=4, rows=5)
+    out = reversal_model.generate(ids, attention_mask=mask, num_beams=1, max_new_tokens=12, output_logits=True,
+                                  return_dict_in_generate=True)
+    assert_varied(out.sequences)
+    logits = reversal_model(input_ids=ids, attention_mask=mask, decoder_input_ids=out.sequences[:, :-1]).logits
+    for step, step_logits in enumerate(out.logits):
+        torch.testing.assert_close(step_logits, logits[:, step], rtol=0, atol=1e-4)
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
-def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(num_beams):
-    model = decoding_model()
-    ids, mask = batch()
-    together = model.generate(ids, attention_mask=mask, num_beams=num_beams)
+def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(reversal_model, num_beams):
+    """Padding (and what attends to it) changes nothing: each sentence of a padded batch gets the tokens and scores
+    it gets alone."""
+    ids, mask, answers = reversal_batch(seed=5, rows=4, lengths=(3, 10))
+    assert mask.sum(-1).min() < mask.shape[1] - 3  # some rows are padded
+    kwargs = dict(num_beams=num_beams, max_new_tokens=12, output_scores=True, return_dict_in_generate=True)
+    together = reversal_model.generate(ids, attention_mask=mask, **kwargs)
+    assert_varied(together.sequences)
     for row in range(ids.shape[0]):
         length = int(mask[row].sum())
-        alone = model.generate(ids[row : row + 1, :length], num_beams=num_beams)
-        produced = together[row][together[row] != 0]
-        assert torch.equal(alone[0][alone[0] != 0], produced[: alone.shape[1]]), row
+        alone = reversal_model.generate(ids[row : row + 1, :length], **kwargs)
+        assert decoded(alone.sequences[0].tolist()) == decoded(together.sequences[row].tolist()) == answers[row], row
+        if num_beams > 1:
+            torch.testing.assert_close(alone.sequences_scores[0], together.sequences_scores[row], rtol=0, atol=1e-4)
+        else:
+            for step, scores in enumerate(alone.scores):
+                torch.testing.assert_close(scores[0], together.scores[step][row], rtol=0, atol=1e-4)
 
 
 def test_each_sentence_stops_at_its_source_length_plus_offset():
@@ -392,14 +407,15 @@ def test_gnmt_penalty_prefers_a_different_hypothesis_than_no_penalty():
     assert gnmt(1, 0.6) == 1.0
 
 
-def test_greedy_beam_and_sampling_all_work_through_generate():
-    model = decoding_model()
-    ids, mask = batch()
+def test_greedy_beam_and_sampling_all_work_through_generate(reversal_model):
+    model = reversal_model
+    ids, mask, _ = reversal_batch(seed=6, rows=3, lengths=(6, 9))
     greedy = model.generate(ids, attention_mask=mask, num_beams=1, max_new_tokens=5)
     beam = model.generate(ids, attention_mask=mask, max_new_tokens=5, num_return_sequences=2)
     torch.manual_seed(0)
     sampled = model.generate(ids, attention_mask=mask, do_sample=True, num_beams=1, top_k=20, max_new_tokens=5)
     assert greedy.shape == (3, 6) and beam.shape == (6, 6) and sampled.shape == (3, 6)
+    assert_varied(greedy)
     # greedy picks the arg-max at every step
     logits = model(input_ids=ids, attention_mask=mask, decoder_input_ids=greedy[:, :-1]).logits
     assert torch.equal(logits.argmax(-1)[greedy[:, 1:] != 0], greedy[:, 1:][greedy[:, 1:] != 0])

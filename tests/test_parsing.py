@@ -1,7 +1,6 @@
 """Treebank reading, preprocessing, linearization, repair and EVALB scoring."""
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -185,12 +184,12 @@ def test_evalb_reports_a_sentence_whose_words_differ():
         evalb([GOLD, GOLD], [GOLD, GOLD.replace("cat", "dog")])
 
 
-def test_evalb_loads_as_an_evaluate_metric_from_its_local_folder(treebank_dir):
-    import evaluate
+def test_evalb_loads_as_an_evaluate_metric_from_the_package(treebank_dir):
+    from hf_vanilla.evaluation.evalb import load_evalb_metric
 
     gold = [preprocess(t) for t in read_treebank(treebank_dir / "wsj_0001.mrg")]
     other_words = "(S (NP (NNP Pierre) (NNP Vinken)) (VP (VBZ is) (NP (NN chairman))) (. .))"
-    metric = evaluate.load(str(Path(__file__).resolve().parents[1] / "metrics" / "evalb"))
+    metric = load_evalb_metric()
     predicted = gold[:1] + [preprocess(gold[1]).replace("(NP ", "(VP ", 1)]
     scores = metric.compute(predictions=predicted, references=gold)
     assert scores == evalb(gold, predicted) and scores["sentences"] == 2 and 50 < scores["f1"] < 100

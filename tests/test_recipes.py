@@ -8,7 +8,7 @@ import pytest
 from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.parsing import parse_tree
 
-from conftest import RECIPES
+from helpers import RECIPES
 
 RESULT_KEYS = {"sacrebleu", "sacrebleu_signature", "tokenized_bleu", "steps", "train_tokens_per_second"}
 

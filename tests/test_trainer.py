@@ -8,7 +8,7 @@ from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTraining
 
 from hf_vanilla.tokenization import train_shared_bpe
 
-from conftest import tiny_model
+from helpers import tiny_model
 
 
 def read_lines(path, count):

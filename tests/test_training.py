@@ -17,7 +17,7 @@ from hf_vanilla.training.checkpoints import average_checkpoints, list_checkpoint
 from hf_vanilla.training.loop import LoopSettings, train
 from hf_vanilla.training.schedule import inverse_sqrt_lr, paper_optimizer, paper_scheduler
 
-from conftest import tiny_model
+from helpers import tiny_model
 
 
 def test_learning_rate_follows_the_paper():

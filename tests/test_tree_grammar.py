@@ -3,11 +3,12 @@
 import pytest
 import torch
 
-from conftest import tiny_model
 from hf_vanilla.decoding import generate_texts
 from hf_vanilla.parsing import linearize_leaves, needed_repair, parse_tree, tree_from_output, tree_words
 from hf_vanilla.tokenization import train_shared_bpe
 from hf_vanilla.tree_grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
+
+from helpers import tiny_model
 
 TREES = [
     "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))",

@@ -20,7 +20,7 @@ def new_model(model_preset: str, tokenizer, **overrides) -> VanillaTransformerFo
     return VanillaTransformerForConditionalGeneration(config)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainingPreset:
     model_preset: str
     vocab_size: int
@@ -42,32 +42,36 @@ class TrainingPreset:
 
 
 WMT_PRESETS = {
-    # Section 5: ~25,000 source and 25,000 target tokens a step, 100k steps (base) or 300k (big), checkpoints every
+    # Section 5.2: ~25,000 source and 25,000 target tokens a step, 100k steps (base) or 300k (big), checkpoints every
     # 10 minutes averaged (here: every 1,000 / 3,000 steps).
-    "base": TrainingPreset("base", 37000, 25000, 4000, 100_000, 5, 1000),
-    "big": TrainingPreset("big", 37000, 25000, 4000, 300_000, 20, 3000),
-    # The offline CPU demo: the Bible corpus, tested on verses of at most 16 words (318 test verses) and trained on
-    # those of at most 32 (22,339 training pairs; in 11 minutes: 18.6 sacreBLEU when training on the 7,438 of at most
-    # 16 words, 20.4 on at most 24, 20.5 on at most 32), a 128-wide 3+3-layer model, 4k shared BPE, small batches
-    # (2,000 tokens) for many updates (~3 a second), half the paper's learning rate (at the full rate, peak 4.4e-3
-    # here, the encoder's output became the same for every source and the model a language model of German verses:
-    # sacreBLEU 0.8), 13.5 minutes of training on 2 cores (sacreBLEU 21.3 at 2,353 updates, 13.9 minutes in all).
+    "base": TrainingPreset(
+        model_preset="base", vocab_size=37000, tokens_per_step=25000, warmup_steps=4000, max_steps=100_000,
+        average_last=5, save_every=1000,
+    ),
+    "big": TrainingPreset(
+        model_preset="big", vocab_size=37000, tokens_per_step=25000, warmup_steps=4000, max_steps=300_000,
+        average_last=20, save_every=3000,
+    ),
+    # The offline CPU demo on the Bible corpus: tested on verses of at most 16 words, trained on those of at most 32,
+    # half the paper's learning rate; `docs/experiments.md` has the runs behind each value.
     "demo": TrainingPreset(
-        "demo", 4000, 2000, 400, 100_000, 3, 100,
-        lr_scale=0.5, max_source_words=16, max_train_source_words=32, max_train_minutes=13.5,
+        model_preset="demo", vocab_size=4000, tokens_per_step=2000, warmup_steps=400, max_steps=100_000,
+        average_last=3, save_every=100, lr_scale=0.5, max_source_words=16, max_train_source_words=32,
+        max_train_minutes=13.5,
     ),
 }
 
 
 PARSING_PRESETS = {
     # Section 6.3: 4 layers, d_model 1024 (16 heads, d_ff 4096), 16k BPE for WSJ only, beam 21, alpha 0.3, +300.
-    "parsing": TrainingPreset("parsing", 16000, 25000, 4000, 100_000, 5, 1000),
-    # The offline CPU demo on NLTK's WSJ sample: a 128-wide 3+3-layer parser that copies the words into its trees
-    # (`tree_leaves="words"`), 4k whole-piece BPE, a quarter of the paper's learning rate (at half of it: greedy F1 7.9
-    # with XX leaves, and in session 2 an encoder collapse), 10 minutes of training on 2 cores and ~2 minutes of beam-21
-    # decoding under the tree grammar: EVALB F1 51.4 on the 245 test sentences (decoded freely, as in the paper, an
-    # earlier run of this preset gave 24.0; with XX placeholders 14.5, with POS tags 19.4).
+    "parsing": TrainingPreset(
+        model_preset="parsing", vocab_size=16000, tokens_per_step=25000, warmup_steps=4000, max_steps=100_000,
+        average_last=5, save_every=1000,
+    ),
+    # The offline CPU demo on NLTK's WSJ sample: a 128-wide parser that copies the words into its trees, a quarter of
+    # the paper's learning rate; `docs/experiments.md` has the runs behind each value.
     "demo": TrainingPreset(
-        "demo_parsing", 4000, 2000, 400, 100_000, 3, 100, lr_scale=0.25, max_train_minutes=10.0,
+        model_preset="demo_parsing", vocab_size=4000, tokens_per_step=2000, warmup_steps=400, max_steps=100_000,
+        average_last=3, save_every=100, lr_scale=0.25, max_train_minutes=10.0,
     ),
 }

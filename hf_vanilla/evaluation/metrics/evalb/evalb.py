@@ -1,17 +1,17 @@
-"""EVALB (COLLINS.prm settings) as an `evaluate` metric, loadable from this folder without the Hub:
+"""EVALB (COLLINS.prm settings) as an `evaluate` metric, shipped inside the package and loaded without the Hub:
 
-    import evaluate
-    evalb = evaluate.load("metrics/evalb")
+    from hf_vanilla.evaluation.evalb import load_evalb_metric
+    evalb = load_evalb_metric()  # or evaluate.load(str(hf_vanilla.evaluation.evalb.METRIC_DIR))
     evalb.compute(predictions=["(S (NP (NN cats)) (VP (VBP sleep)))"], references=["(S (NP (NN cats)) (VP (VBP sleep)))"])
 
-The computation is `hf_vanilla.parsing.evalb` (labelled brackets, TOP and -NONE- deleted, punctuation ignored,
+The computation is `hf_vanilla.evaluation.evalb.evalb` (labelled brackets, TOP and -NONE- deleted, punctuation ignored,
 ADVP = PRT, all sentence lengths); a sentence whose words differ between prediction and reference is an error.
 """
 
 import datasets
 import evaluate
 
-from hf_vanilla.parsing import evalb
+from hf_vanilla.evaluation.evalb import evalb
 
 _CITATION = """\
 @misc{sekine-collins-1997-evalb,

@@ -1,0 +1,80 @@
+"""Trees as token sequences (Vinyals et al., 2015) and back: linearization, and the repair of any model output."""
+
+from .trees import Tree, parse_tree
+
+PLACEHOLDER = "XX"
+
+
+def linearize(tree: str, with_pos: bool = False, with_words: bool = False) -> str:
+    """Vinyals et al. (2015): `(S (NP XX XX )NP (VP XX (NP XX XX )NP )VP XX )S`. Each word becomes `XX`, its POS
+    tag with `with_pos=True`, or stays itself with `with_words=True` (`(S (NP The cat )NP ...`)."""
+    if with_pos and with_words:
+        raise ValueError("linearize: with_pos and with_words exclude each other.")
+
+    def walk(node: Tree) -> list[str]:
+        if node.is_preterminal:
+            return [node.children[0] if with_words else node.label if with_pos else PLACEHOLDER]
+        return [f"({node.label}"] + [t for c in node.children for t in walk(c)] + [f"){node.label}"]
+
+    return " ".join(walk(parse_tree(tree)))
+
+
+def delinearize(linearized: str, words: list[str], tags: list[str] | None = None) -> str:
+    """A well-formed tree whose leaves are exactly `words`, from any model output: unmatched closing brackets are
+    dropped, a mislabelled one closes the innermost open bracket, extra placeholders are ignored, missing ones are
+    added at the end, constituents left without words are removed, and several top-level pieces are joined under a
+    TOP root (which EVALB ignores). Preterminals take `tags`, else the placeholder token itself when it is not XX."""
+    if not words:
+        raise ValueError("delinearize needs at least one word.")
+    if tags is not None and len(tags) != len(words):
+        raise ValueError(f"{len(tags)} tags for {len(words)} words.")
+    root = Tree("TOP")
+    stack = [root]
+    position = 0
+
+    def leaf(token: str) -> Tree:
+        tag = tags[position] if tags is not None else (PLACEHOLDER if token == PLACEHOLDER else token)
+        return Tree(tag, [words[position]])
+
+    for token in linearized.split():
+        if token.startswith("(") and len(token) > 1:
+            node = Tree(token[1:])
+            stack[-1].children.append(node)
+            stack.append(node)
+        elif token.startswith(")"):
+            if len(stack) > 1:
+                stack.pop()
+        elif token != "(" and position < len(words):
+            stack[-1].children.append(leaf(token))
+            position += 1
+    while position < len(words):
+        stack[-1].children.append(leaf(PLACEHOLDER))
+        position += 1
+
+    def prune(node: Tree) -> Tree | None:
+        if node.is_preterminal:
+            return node
+        children = [c for c in (prune(child) for child in node.children) if c is not None]
+        return Tree(node.label, children) if children else None
+
+    pruned = prune(root)
+    if len(pruned.children) == 1 and not pruned.children[0].is_preterminal:
+        return str(pruned.children[0])
+    return str(pruned)
+
+
+def tree_from_output(output: str, words: list[str], leaves: str = "placeholder") -> str:
+    """`delinearize` for a parser whose trees have `leaves` (`placeholder`, `pos` or `words`, as the model's
+    `config.tree_leaves`): copied words are not tags, so their preterminals get the XX placeholder."""
+    return delinearize(output, words, [PLACEHOLDER] * len(words) if leaves == "words" and words else None)
+
+
+def linearize_leaves(tree: str, leaves: str = "placeholder") -> str:
+    """`linearize` with the leaves a parser emits: `placeholder`, `pos` or `words` (the model's `config.tree_leaves`)."""
+    return linearize(tree, with_pos=leaves == "pos", with_words=leaves == "words")
+
+
+def needed_repair(output: str, words: list[str], leaves: str = "placeholder") -> bool:
+    """Whether `delinearize` had to change a parser's output (unbalanced or mislabelled brackets, a wrong number of
+    leaves, empty constituents, several top-level pieces; with copied words, also any word not copied exactly)."""
+    return linearize_leaves(tree_from_output(output, words, leaves), leaves) != " ".join(output.split())

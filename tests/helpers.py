@@ -1,0 +1,172 @@
+"""What several test files share: the shared data's location, tiny models, random batches, and a tiny model trained
+for a few seconds to reverse its input, whose decodings depend on the source token by token.
+
+An untrained model writes one token at every step of every beam, so a test comparing two of its decodings passes
+whatever the cache, the masks or the beam reordering do. Decoding tests compare decodings of `reversal_model()`
+instead, and check that they are the task's answers (`reversal_batch`), which no broken cache or mask gives."""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import hf_vanilla
+
+SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+WMT_SAMPLE = SHARED_DATA / "wmt14-ende-sample"
+NLTK_DATA = SHARED_DATA / "nltk_data"
+RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+
+
+def require(path: Path) -> Path:
+    """Skips the calling test when the shared data at `path` is absent (a user's fresh clone)."""
+    if not path.exists():
+        pytest.skip(f"shared test data not found at {path} (set HF_VANILLA_SHARED_DATA to ../shared/data)")
+    return path
+
+
+def recipe(name: str):
+    """A recipe script (`recipes/NAME.py`) as a module."""
+    if str(RECIPES) not in sys.path:
+        sys.path.insert(0, str(RECIPES))
+    return importlib.import_module(name)
+
+
+def tiny_model(**overrides) -> hf_vanilla.VanillaTransformerForConditionalGeneration:
+    """The `tiny` preset, untrained, seeded, in eval mode."""
+    torch.manual_seed(0)
+    config = hf_vanilla.VanillaTransformerConfig.from_preset("tiny", **overrides)
+    return hf_vanilla.VanillaTransformerForConditionalGeneration(config).eval()
+
+
+def batch(seed: int = 1, lengths=(7, 4, 6), vocab: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
+    """A right-padded batch of random source sentences, each ending with </s> (id 2)."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+    for row, length in enumerate(lengths):
+        ids[row, : length - 1] = torch.randint(4, vocab, (length - 1,), generator=generator)
+        ids[row, length - 1] = 2
+    return ids, (ids != 0).long()
+
+
+# --- the reversal model ---------------------------------------------------------------------------------------------
+
+REVERSAL_SYMBOLS = range(4, 28)  # ids 0-3 are <pad>, <s>, </s>, <unk>
+REVERSAL_VOCAB = 32
+
+
+def reversal_batch(seed: int, rows: int, lengths: tuple[int, int] = (3, 10)) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """`rows` random sequences of REVERSAL_SYMBOLS (lengths drawn from `lengths`, inclusive) + </s>, right-padded:
+    (input_ids, attention_mask, answers), each answer the reversed sequence followed by </s>."""
+    generator = torch.Generator().manual_seed(seed)
+    sizes = torch.randint(lengths[0], lengths[1] + 1, (rows,), generator=generator).tolist()
+    ids = torch.zeros(rows, max(sizes) + 1, dtype=torch.long)
+    answers = []
+    for row, size in enumerate(sizes):
+        symbols = torch.randint(REVERSAL_SYMBOLS.start, REVERSAL_SYMBOLS.stop, (size,), generator=generator)
+        ids[row, :size], ids[row, size] = symbols, 2
+        answers.append(symbols.flip(0).tolist() + [2])
+    return ids, (ids != 0).long(), answers
+
+
+def reversal_accuracy(model, ids: torch.Tensor, mask: torch.Tensor, answers: list, **generate_kwargs) -> float:
+    """Share of rows whose decoding (after the start token, up to </s>) is exactly the answer."""
+    out = model.generate(ids, attention_mask=mask, max_new_tokens=ids.shape[1] + 2, **generate_kwargs)
+    return sum(decoded(row) == answer for row, answer in zip(out.tolist(), answers)) / len(answers)
+
+
+def decoded(row: list[int]) -> list[int]:
+    """A generated row's tokens after the start token, up to and including the first </s>."""
+    tokens = row[1:]
+    return tokens[: tokens.index(2) + 1] if 2 in tokens else tokens
+
+
+def train_reversal_model(
+    max_steps: int = 1500, target: float = 0.95, seed: int = 0
+) -> hf_vanilla.VanillaTransformerForConditionalGeneration:
+    """The tiny preset (32-token vocabulary, no dropout, no smoothing) trained to reverse sequences of 3-10 symbols
+    until greedy decoding gets `target` of 200 held-out sequences exactly right (about 15 s on 2 CPU cores). Fails
+    the calling test if it does not get there: a model that cannot learn a reversal is itself a defect."""
+    torch.manual_seed(seed)
+    config = hf_vanilla.VanillaTransformerConfig.from_preset(
+        "tiny", vocab_size=REVERSAL_VOCAB, dropout=0.0, label_smoothing=0.0
+    )
+    model = hf_vanilla.VanillaTransformerForConditionalGeneration(config).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.98))
+    warmup = 100
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, (warmup / (s + 1)) ** 0.5))
+    held_out = reversal_batch(seed=10_000, rows=200)
+    started, accuracy = time.perf_counter(), 0.0
+    for step in range(1, max_steps + 1):
+        ids, mask, answers = reversal_batch(seed=seed * 100_000 + step, rows=64)
+        labels = torch.full_like(ids, -100)
+        for row, answer in enumerate(answers):
+            labels[row, : len(answer)] = torch.tensor(answer)
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step >= 300 and step % 100 == 0:
+            with torch.no_grad():
+                accuracy = reversal_accuracy(model.eval(), *held_out, num_beams=1)
+            model.train()
+            if accuracy >= target:
+                break
+    if accuracy < target:
+        pytest.fail(
+            f"the reversal model reached {accuracy:.2f} after {step} updates ({time.perf_counter() - started:.0f} s), "
+            f"not {target}: training or greedy decoding is broken"
+        )
+    return model.eval()
+
+
+def assert_varied(sequences: torch.Tensor) -> None:
+    """Decodings worth comparing: every row writes at least 3 distinct tokens, and no two rows are the same."""
+    rows = [tuple(decoded(row)) for row in sequences.tolist()]
+    assert all(len(set(row)) >= 3 for row in rows), rows
+    assert len(set(rows)) == len(rows), rows
+
+
+# --- a process without hf_vanilla ----------------------------------------------------------------------------------
+
+# Runs in a fresh interpreter in which any import of hf_vanilla fails, as on a machine without the package.
+LOADER = textwrap.dedent(
+    """
+    import sys, json, importlib.abc
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "hf_vanilla" or name.startswith("hf_vanilla."):
+                raise ImportError("hf_vanilla is not installed here")
+    sys.meta_path.insert(0, Block())
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+    folder, trust = sys.argv[1], sys.argv[2] == "1"
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=trust)
+    except Exception as error:
+        print(json.dumps({"error": type(error).__name__, "message": str(error)}))
+        raise SystemExit(0)
+    ids = torch.tensor(json.loads(sys.argv[3]))
+    out = {beams: model.generate(ids, attention_mask=(ids != 0).long(), num_beams=beams).tolist() for beams in (1, 4)}
+    print(json.dumps({"module": type(model).__module__, "greedy": out[1], "beam": out[4]}))
+    """
+)
+
+
+def run_loader(folder, trust: bool, ids: torch.Tensor) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["HF_HUB_OFFLINE"] = "1"
+    result = subprocess.run(
+        [sys.executable, "-c", LOADER, str(folder), "1" if trust else "0", json.dumps(ids.tolist())],
+        capture_output=True, text=True, env=env, cwd=str(folder), timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
