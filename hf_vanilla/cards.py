@@ -90,7 +90,9 @@ def render_model_card(results: dict, config: VanillaTransformerConfig, generatio
     task = _check_results(results)
     training = results["training_preset"]
     model_name = repo_id.split("/")[-1]
+    optional = {"eval_only": False, "init_from": None, "best_step": None, "best_valid_loss": None}
     context = {
+        **optional,
         **results,
         "model_name": model_name,
         "repo_id": repo_id,

@@ -1,10 +1,14 @@
 """The shared source/target BPE vocabulary (section 5.1 of the paper), trained with `tokenizers`."""
 
+import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+from .training.collectives import broadcast_value
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 # Ids 0-3, in the order the model's config expects (pad 0, decoder start 1, end of sentence 2).
@@ -63,19 +67,74 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
     return AutoTokenizer.from_pretrained(str(path))
 
 
+PROVENANCE_FILE = "training_data.json"
+
+
+class TokenizerMismatch(ValueError):
+    """A run's tokenizer folder holds a tokenizer trained on other data or for another vocabulary size."""
+
+
+def text_fingerprint(pairs, languages: tuple[str, str]) -> str:
+    """SHA-256 of the training text a shared tokenizer learns from: each pair's sides in `languages` order."""
+    digest = hashlib.sha256()
+    for batch in pairs.iter(batch_size=10_000):
+        for pair in batch["translation"]:
+            for lang in languages:
+                digest.update(pair[lang].encode("utf-8"))
+                digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def check_provenance(folder: Path, expected: dict) -> None:
+    """Raises `TokenizerMismatch` unless `folder`'s recorded training data is `expected`."""
+    record_file = Path(folder) / PROVENANCE_FILE
+    if not record_file.is_file():
+        raise TokenizerMismatch(
+            f"{folder} holds a tokenizer without a record of what it was trained on ({PROVENANCE_FILE}); "
+            "use a new --output-dir, or delete that folder to train a new tokenizer"
+        )
+    recorded = json.loads(record_file.read_text())
+    differences = [
+        f"{key} {recorded.get(key)!r} (this run: {value!r})" for key, value in expected.items()
+        if recorded.get(key) != value
+    ]
+    if differences:
+        raise TokenizerMismatch(
+            f"{folder} holds a tokenizer trained for other data: {'; '.join(differences)}. Use a new --output-dir, "
+            "or delete that folder to train a new tokenizer"
+        )
+
+
 def prepare_shared_tokenizer(
     accelerator,
     output_dir: Path,
     train_split,
     languages: tuple[str, str],
     vocab_size: int,
+    dataset: str,
     whitespace_only: bool = False,
 ) -> PreTrainedTokenizerFast:
     """The run's tokenizer, in `output_dir/tokenizer`: trained once by the main process on the training split's
-    source and target text (or reused when a resumed run already has it), then loaded by every process."""
+    source and target text, with a record of what it was trained on (`dataset`, `languages`, `vocab_size`, a
+    fingerprint of the text); a later run (or `--resume`) reuses it only if that record matches, and otherwise stops
+    with `TokenizerMismatch` on every process."""
     folder = Path(output_dir) / "tokenizer"
-    if accelerator.is_main_process and not (folder / "tokenizer.json").exists():
-        texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
-        train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only).save_pretrained(folder)
-    accelerator.wait_for_everyone()
+    problem = None
+    if accelerator.is_main_process:
+        expected = {
+            "dataset": dataset, "languages": list(languages), "vocab_size": vocab_size,
+            "whitespace_only": whitespace_only, "text_sha256": text_fingerprint(train_split, languages),
+        }
+        if (folder / "tokenizer.json").exists():
+            try:
+                check_provenance(folder, expected)
+            except TokenizerMismatch as error:
+                problem = str(error)
+        else:
+            texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
+            train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only).save_pretrained(folder)
+            (folder / PROVENANCE_FILE).write_text(json.dumps(expected, indent=2))
+    problem = broadcast_value(accelerator, problem)
+    if problem:
+        raise TokenizerMismatch(problem)
     return load_tokenizer(folder)

@@ -1,111 +1,139 @@
-"""WMT14 English-German translation as in section 6.1 of the paper, under Accelerate.
+"""WMT14 translation as in sections 5 and 6.1 of the paper, under Accelerate.
 
     accelerate launch recipes/wmt_ende.py --preset demo                      # offline demo, 2 CPU cores, ~15 min
-    accelerate launch recipes/wmt_ende.py --preset base --dataset wmt14      # the paper's base model
-    accelerate launch --multi_gpu --num_processes 8 recipes/wmt_ende.py --preset big --dataset wmt14
+    accelerate launch recipes/wmt_ende.py --preset base --dataset wmt14      # the paper's base model, English-German
+    accelerate launch --multi_gpu --num_processes 8 --mixed_precision bf16 recipes/wmt_ende.py --preset big
+    accelerate launch recipes/wmt_ende.py --preset big_enfr --dataset wmt14 --target-lang fr
 
-Shared BPE -> token-budget batches -> the paper's Adam and schedule -> atomic checkpoints -> checkpoint averaging
--> beam search (beam 4, alpha 0.6, max source length + 50) -> sacreBLEU and tokenized BLEU -> results.json.
+Shared BPE -> token-budget batches -> the paper's Adam and schedule (validation loss along the way) -> checkpoints
+-> checkpoint averaging -> beam search (beam 4, alpha 0.6, max source length + 50) -> sacreBLEU and tokenized BLEU
+-> results.json and model card -> (optionally) the Hub.
 """
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from accelerate.utils import set_seed
 from transformers import HfArgumentParser
 
+from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
-from hf_vanilla.data.encoding import encode_pairs
-from hf_vanilla.decoding import generate_texts
-from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
-from hf_vanilla.tokenization import prepare_shared_tokenizer
-from hf_vanilla.training.accelerator import create_accelerator
-from hf_vanilla.training.finish import finish_run
-from hf_vanilla.training.loop import settings_for_run, train
-from hf_vanilla.training.presets import WMT_PRESETS, new_model
+from hf_vanilla.evaluation.translation import translate_and_score
+from hf_vanilla.training.arguments import RecipeArguments
+from hf_vanilla.training.loop import train
+from hf_vanilla.training.preflight import PreflightError, check_hub, check_splits, check_writable, run_checks
+from hf_vanilla.training.presets import WMT_PRESETS
+from hf_vanilla.training.run import (
+    average_final,
+    encoded_split,
+    publish,
+    results_record,
+    run_model,
+    run_recipe,
+    run_tokenizer,
+    settings_for,
+    start,
+    training_examples,
+    untrained_result,
+    write_outputs,
+)
+from hf_vanilla.training.validation import Validation
 
 
 @dataclass
-class Arguments:
-    preset: str = field(default="demo", metadata={"help": "base, big (the paper) or demo (offline, 2 CPU cores)."})
+class Arguments(RecipeArguments):
+    preset: str = field(
+        default="demo",
+        metadata={"help": "base, big, big_enfr (the paper) or demo (offline Bible corpus, 2 CPU cores)."},
+    )
     dataset: str | None = field(
         default=None,
         metadata={"help": "wmt14, bible, a folder of train/valid/test.{en,de} files, or JSONL/parquet with a "
                   "`translation` column. Default: bible for demo, wmt14 otherwise."},
     )
-    output_dir: str = field(default="runs/wmt_ende", metadata={"help": "Checkpoints, tokenizer, results.json."})
-    max_steps: int | None = field(default=None, metadata={"help": "Updates to run (default: the preset's)."})
-    max_tokens: int | None = field(
-        default=None,
-        metadata={"help": "Padded source (and target) tokens per batch and process. Default: the preset's tokens per "
-                  "step divided by processes x update-freq (the paper: 25,000 per step)."},
-    )
-    update_freq: int = field(default=1, metadata={"help": "Batches accumulated per update (simulates more GPUs)."})
-    resume: bool = field(default=False, metadata={"help": "Continue from the newest complete checkpoint."})
-    push_to_hub: str | None = field(default=None, metadata={"help": "Hub repo id to publish the final model to."})
-    seed: int = field(default=1, metadata={"help": "Seed of initialisation, batching and dropout."})
     source_lang: str = field(default="en")
     target_lang: str = field(default="de")
     moses_detokenize: bool = field(default=False, metadata={"help": "Undo Moses tokenization of the corpus first."})
-    max_train_minutes: float | None = field(default=None, metadata={"help": "Stop training after this long."})
-    eval_sentences: int | None = field(default=None, metadata={"help": "Translate only the first N held-out sentences."})
-    eval_split: str = field(default="test", metadata={"help": "Held-out split to score (test or validation)."})
-    mixed_precision: str = field(default="no", metadata={"help": "no, fp16 or bf16 (Accelerate)."})
-    report_to: str | None = field(default=None, metadata={"help": "An Accelerate tracker, e.g. tensorboard."})
-    log_every: int = field(default=50)
-    save_every: int | None = field(default=None, metadata={"help": "Updates between checkpoints (default: preset)."})
-    keep_last: int | None = field(default=None, metadata={"help": "Checkpoints kept (default: those averaged)."})
-    average_last: int | None = field(default=None, metadata={"help": "Checkpoints averaged (default: preset)."})
 
 
 def main(args: Arguments) -> dict:
-    if args.preset not in WMT_PRESETS:
-        raise SystemExit(f"--preset must be one of {sorted(WMT_PRESETS)}, got {args.preset!r}")
-    preset = WMT_PRESETS[args.preset]
-    output_dir = Path(args.output_dir)
-    accelerator = create_accelerator("wmt_ende", output_dir, args.mixed_precision, args.report_to, vars(args))
-    set_seed(args.seed)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    # Start: preset, Accelerator (precision as launched), seed.
+    accelerator, preset, output_dir = start("wmt_ende", args, WMT_PRESETS)
+    settings = settings_for(args, preset)
+    languages = (args.source_lang, args.target_lang)
     dataset = args.dataset or ("bible" if args.preset == "demo" else "wmt14")
-    with accelerator.main_process_first():
-        corpus = load_translation_corpus(dataset, args.source_lang, args.target_lang, args.moses_detokenize)
-    limits = {split: preset.word_limit(split) for split in corpus}
-    corpus = select_pairs(corpus, args.source_lang, args.target_lang, limits)
-    tokenizer = prepare_shared_tokenizer(
-        accelerator, output_dir, corpus["train"], (args.source_lang, args.target_lang), preset.vocab_size
-    )
-    examples = encode_pairs(corpus["train"], tokenizer, args.source_lang, args.target_lang)
 
-    model = new_model(preset.model_preset, tokenizer)
-    settings = settings_for_run(preset, args, accelerator.num_processes, examples)
-    stats = train(accelerator, model, tokenizer, examples, settings, output_dir, resume=args.resume)
+    # Data, and everything that can be checked before the first update.
+    problem = None
+    with accelerator.main_process_first():  # an error must leave this block on every process, or they would hang
+        try:
+            corpus = load_translation_corpus(dataset, *languages, args.moses_detokenize)
+        except (ValueError, FileNotFoundError) as error:
+            problem = str(error)
+    if problem:
+        raise PreflightError(problem)
+    corpus = select_pairs(corpus, *languages, {split: settings.word_limit(split) for split in corpus})
+    validate = settings.eval_every > 0 and not args.eval_only
+    needed = {args.eval_split: "--eval-split", **({"validation": "--eval-every 0"} if validate else {})}
+    run_checks(accelerator, [
+        lambda: check_splits(corpus, {"train": "--dataset", **needed}, dataset),
+        lambda: check_writable(output_dir),
+        *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
+    ])
 
-    def evaluate(final_model) -> dict:
+    # Tokenizer (trained on the training split, or --init-from's) and model.
+    tokenizer = run_tokenizer(accelerator, args, output_dir, corpus["train"], languages, settings, dataset)
+    model = run_model(args, settings, tokenizer)
+
+    # Training, then the average of the last checkpoints.
+    if args.eval_only:
+        training, averaged = untrained_result(accelerator), []
+    else:
+        examples = training_examples(accelerator, corpus["train"], tokenizer, languages, settings, output_dir)
+        validation = None
+        if validate:
+            held = corpus["validation"].select(range(min(settings.eval_metric_sentences, len(corpus["validation"]))))
+
+            def validation_bleu(current) -> dict:
+                figures, _ = translate_and_score(
+                    current, tokenizer, *sides(held, languages), args.target_lang, progress=False, num_beams=1
+                )
+                return {"valid_sacrebleu": figures["sacrebleu"]}
+
+            validation = Validation(
+                encoded_split(accelerator, corpus["validation"], tokenizer, languages, output_dir, "validation"),
+                max_tokens=4 * preset.tokens_per_step, pad_token_id=tokenizer.pad_token_id,
+                metric=validation_bleu if settings.eval_metric_sentences else None,
+            )
+        training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
+        final, averaged = average_final(accelerator, output_dir, settings.average_last)
+        model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
+
+    # Evaluation with the paper's decoding, results, card, upload: on the main process.
+    results = {}
+    if accelerator.is_main_process:
         held_out = corpus[args.eval_split]
         if args.eval_sentences:
             held_out = held_out.select(range(min(args.eval_sentences, len(held_out))))
-        sources = [pair[args.source_lang] for pair in held_out["translation"]]
-        references = [pair[args.target_lang] for pair in held_out["translation"]]
-        hypotheses = generate_texts(final_model, tokenizer, sources)
-        bleu, signature = sacrebleu_score(hypotheses, references)
-        samples = [{"source": s, "reference": r, "hypothesis": h} for s, r, h in zip(sources, references, hypotheses)]
-        return {
-            "sacrebleu": bleu,
-            "sacrebleu_signature": signature,
-            "tokenized_bleu": tokenized_bleu(hypotheses, references, args.target_lang),
-            "eval_split": args.eval_split,
-            "eval_sentences": len(sources),
-            "samples": samples,
-        }
-
-    results = finish_run(
-        accelerator, output_dir, stats, preset, args, evaluate,
-        extra={"dataset": dataset, "task": "translation", "source_lang": args.source_lang, "target_lang": args.target_lang},
-    )
+        model = model.to(accelerator.device).eval()
+        evaluation, samples = translate_and_score(model, tokenizer, *sides(held_out, languages), args.target_lang)
+        evaluation["eval_split"] = args.eval_split
+        extra = {"task": "translation", "dataset": dataset, "source_lang": args.source_lang,
+                 "target_lang": args.target_lang}
+        results = results_record(accelerator, args, settings, training, model, averaged, evaluation, extra)
+        write_outputs(output_dir, results, samples, model, args.push_to_hub)
+        accelerator.log({f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))},
+                        step=training.steps)
+        if args.push_to_hub:
+            publish(output_dir, args.push_to_hub)
+    accelerator.wait_for_everyone()
     accelerator.end_training()
     return results
 
 
+def sides(pairs, languages: tuple[str, str]) -> tuple[list[str], list[str]]:
+    """The source and target sentences of a `translation` dataset."""
+    return [p[languages[0]] for p in pairs["translation"]], [p[languages[1]] for p in pairs["translation"]]
+
+
 if __name__ == "__main__":
     (arguments,) = HfArgumentParser(Arguments).parse_args_into_dataclasses()
-    main(arguments)
+    run_recipe(main, arguments, "wmt_ende")

@@ -39,6 +39,19 @@ def recipe(name: str):
     return importlib.import_module(name)
 
 
+def run_settings(**overrides):
+    """`RunSettings` for loop tests: small batches and frequent logs, checkpoints and validation off."""
+    from hf_vanilla.training.arguments import RunSettings
+
+    defaults = dict(
+        preset="test", model_preset="tiny", vocab_size=1000, max_steps=6, max_train_minutes=None, tokens_per_step=64,
+        max_tokens=64, update_freq=2, warmup_steps=4, lr_scale=1.0, model_overrides={}, decoding={}, max_length=None,
+        max_length_ratio=None, max_source_words=None, max_train_source_words=None, save_every=2, keep_last=3,
+        average_last=3, log_every=1, eval_every=0, eval_metric_sentences=0, seed=0,
+    )
+    return RunSettings(**{**defaults, **overrides})
+
+
 def tiny_model(**overrides) -> hf_vanilla.VanillaTransformerForConditionalGeneration:
     """The `tiny` preset, untrained, seeded, in eval mode."""
     torch.manual_seed(0)

@@ -5,7 +5,8 @@ import json
 import pytest
 from datasets import Dataset, DatasetDict
 
-from hf_vanilla.data.corpora import BIBLE_HOLDOUT_EVERY, load_translation_corpus, select_pairs
+from hf_vanilla.data.corpora import BIBLE_HOLDOUT_EVERY, load_translation_corpus, select_pairs, wmt14_config
+from hf_vanilla.training.arguments import RecipeArguments, resolve
 from hf_vanilla.training.presets import WMT_PRESETS
 
 
@@ -25,10 +26,22 @@ def test_select_pairs_drops_empty_sides_and_applies_each_splits_own_word_limit()
 
 
 def test_demo_preset_trains_on_longer_verses_than_it_is_tested_on():
-    demo = WMT_PRESETS["demo"]
+    demo = resolve(RecipeArguments(preset="demo"), WMT_PRESETS["demo"], d_model=128)
     assert demo.word_limit("test") == demo.word_limit("validation") == demo.max_source_words == 16
     assert demo.word_limit("train") == 32
-    assert WMT_PRESETS["base"].word_limit("train") is None and WMT_PRESETS["base"].word_limit("test") is None
+    base = resolve(RecipeArguments(preset="base"), WMT_PRESETS["base"], d_model=512)
+    assert base.word_limit("train") is None and base.word_limit("test") is None
+
+
+@pytest.mark.parametrize("other", ["cs", "de", "fr", "hi", "ru"])
+def test_every_wmt14_pair_loads_the_hubs_configuration_in_either_direction(other):
+    assert wmt14_config("en", other) == wmt14_config(other, "en") == f"{other}-en"
+
+
+def test_a_pair_wmt14_does_not_have_is_a_clear_error():
+    for source, target in (("en", "es"), ("de", "fr"), ("en", "en")):
+        with pytest.raises(ValueError, match=f"WMT14 has no {source}-{target} task; it pairs English with one of"):
+            wmt14_config(source, target)
 
 
 def test_local_parallel_files_and_jsonl_load_with_wmt_schema(tmp_path):

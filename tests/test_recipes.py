@@ -1,27 +1,94 @@
-"""Both recipes end to end on real data, a few steps each; the 2-process launch behind the slow marker."""
+"""Both recipes end to end on real data, a few updates each, and what a run at real scale needs: the launcher's
+precision, checks before the first update, the tokenizer's provenance, length filtering, validation, warm start and
+evaluation only, checkpoints holding the weights once. The 2-process launches are behind the slow marker."""
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoTokenizer
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
+from hf_vanilla.data.corpora import load_translation_corpus
 from hf_vanilla.parsing import parse_tree
+from hf_vanilla.tokenization import TokenizerMismatch
+from hf_vanilla.training.preflight import PreflightError
 
-from helpers import RECIPES
+from helpers import RECIPES, WMT_SAMPLE, recipe, require
 
-RESULT_KEYS = {"sacrebleu", "sacrebleu_signature", "tokenized_bleu", "steps", "train_tokens_per_second"}
+RESULT_KEYS = {"sacrebleu", "sacrebleu_signature", "tokenized_bleu", "steps", "train_tokens_per_second",
+               "mixed_precision", "best_step", "best_valid_loss"}
+
+
+def wmt_args(output_dir: Path, **overrides):
+    """Arguments of a short WMT-sample run of the translation recipe."""
+    defaults = dict(
+        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir),
+        max_steps=2, max_tokens=1500, eval_split="validation", eval_sentences=2, save_every=2, log_every=1,
+        eval_every=0, num_beams=1,
+    )
+    return recipe("wmt_ende").Arguments(**{**defaults, **overrides})
 
 
 def test_wmt_recipe_runs_on_the_shared_sample_and_writes_results(wmt_run):
     output_dir, results = wmt_run
     assert RESULT_KEYS <= set(results) and results["steps"] == 4
+    assert results["mixed_precision"] == "no" and results["num_processes"] == 1
     stored = json.loads((output_dir / "results.json").read_text())
-    assert stored["sacrebleu"] == results["sacrebleu"] and stored["averaged_checkpoints"] == ["checkpoint-00000002", "checkpoint-00000004"]
+    assert stored["sacrebleu"] == results["sacrebleu"]
+    assert stored["averaged_checkpoints"] == ["checkpoint-00000002", "checkpoint-00000004"]
     samples = [json.loads(line) for line in (output_dir / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4 and set(samples[0]) == {"source", "reference", "hypothesis"}
     model = VanillaTransformerForConditionalGeneration.from_pretrained(output_dir / "final")
     assert model.generation_config.num_beams == 4 and (output_dir / "final" / "tokenizer.json").exists()
+    assert f"sacreBLEU signature: `{results['sacrebleu_signature']}`" in (output_dir / "README.md").read_text()
+
+
+def test_validation_every_n_updates_is_logged_and_the_best_model_kept(wmt_run):
+    output_dir, results = wmt_run
+    log = [json.loads(line) for line in (output_dir / "train_log.jsonl").read_text().splitlines()]
+    validations = [entry for entry in log if "valid_loss" in entry]
+    assert [entry["step"] for entry in validations] == [2, 4]
+    for entry in validations:
+        assert entry["valid_ppl"] == pytest.approx(2.718281828 ** entry["valid_nll_loss"], rel=1e-3)
+        assert 0 <= entry["valid_sacrebleu"] <= 100
+    # Recomputed independently: the update-4 weights on every validation pair the demo preset keeps (at most 16
+    # source words), one sentence at a time.
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(output_dir / "checkpoint-00000004" / "model")
+    tokenizer = AutoTokenizer.from_pretrained(output_dir / "tokenizer")
+    corpus = load_translation_corpus(str(require(WMT_SAMPLE)), moses_detokenize=True)
+    smoothed = nll = tokens = 0.0
+    for pair in corpus["validation"]["translation"]:
+        if len(pair["en"].split()) > 16:
+            continue
+        source = torch.tensor([tokenizer(pair["en"])["input_ids"]])
+        labels = torch.tensor([tokenizer(pair["de"])["input_ids"]])
+        with torch.no_grad():
+            logits = model(input_ids=source, labels=labels).logits[0].double()
+        smoothed += float(torch.nn.functional.cross_entropy(logits, labels[0], label_smoothing=0.1, reduction="sum"))
+        nll += float(torch.nn.functional.cross_entropy(logits, labels[0], reduction="sum"))
+        tokens += labels.shape[1]
+    assert validations[-1]["valid_loss"] == pytest.approx(smoothed / tokens, abs=2e-4)
+    assert validations[-1]["valid_nll_loss"] == pytest.approx(nll / tokens, abs=2e-4)
+    best = min(validations, key=lambda entry: entry["valid_loss"])
+    assert (results["best_step"], results["best_valid_loss"]) == (best["step"], best["valid_loss"])
+    assert (output_dir / "best" / "model.safetensors").is_file()
+
+
+def test_a_checkpoint_holds_the_weights_once(wmt_run):
+    checkpoint = wmt_run[0] / "checkpoint-00000004"
+    weights = (checkpoint / "model" / "model.safetensors").stat().st_size
+    total = sum(path.stat().st_size for path in checkpoint.rglob("*") if path.is_file())
+    # The weights, then Adam's two moments of the same size; the rest is configuration, tokenizer and state.
+    assert 3 * weights < total < 3 * weights + 2_000_000, (weights, total)
+    assert sorted(path.name for path in checkpoint.glob("*.safetensors")) == ["optimizer.safetensors",
+                                                                                 "rng-0.safetensors"]
 
 
 def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run):
@@ -32,19 +99,173 @@ def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run
     for line in predictions:
         assert set(parse_tree(line).tags()) == {"XX"}  # the demo copies words; copies are never taken for tags
     model = VanillaTransformerForConditionalGeneration.from_pretrained(output_dir / "final")
-    assert (model.generation_config.num_beams, model.generation_config.max_length_offset) == (21, 300)
+    # --num-beams 1 was given: the model's decoding is the run's, the rest the paper's.
+    assert (model.generation_config.num_beams, model.generation_config.max_length_offset) == (1, 300)
     assert model.config.tree_leaves == results["tree_leaves"] == "words"
     assert results["tree_grammar"] is True
+    assert "Greedy decoding" in (output_dir / "README.md").read_text()
 
-def _launch(tmp_path: Path, name: str, launcher: list[str], wmt_sample: Path) -> tuple[dict, str]:
-    import os
-    import subprocess
 
+def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_preset():
+    from transformers import HfArgumentParser
+
+    from hf_vanilla.training.arguments import peak_learning_rate, resolve
+    from hf_vanilla.training.presets import WMT_PRESETS
+
+    for name in ("wmt_ende", "ptb_parse"):
+        (args,) = HfArgumentParser(recipe(name).Arguments).parse_args_into_dataclasses([
+            "--preset", "demo", "--vocab-size", "500", "--lr-scale", "2", "--warmup-steps", "10", "--dropout", "0.2",
+            "--attention-dropout", "0.1", "--label-smoothing", "0.2", "--num-beams", "2", "--length-penalty", "1.0",
+            "--max-length-offset", "7", "--update-freq", "2", "--save-every", "3", "--average-last", "2",
+            "--eval-every", "5", "--max-length", "100", "--max-length-ratio", "2",
+        ])
+        settings = resolve(args, WMT_PRESETS["demo"], d_model=128)
+        assert (settings.vocab_size, settings.lr_scale, settings.warmup_steps, settings.update_freq) == (500, 2, 10, 2)
+        assert settings.model_overrides == {"dropout": 0.2, "attention_dropout": 0.1, "label_smoothing": 0.2}
+        assert settings.decoding == {"num_beams": 2, "length_penalty": 1.0, "max_length_offset": 7}
+        assert (settings.save_every, settings.average_last, settings.keep_last, settings.eval_every) == (3, 2, 2, 5)
+        assert (settings.max_length, settings.max_length_ratio) == (100, 2)
+    defaults = resolve(recipe("wmt_ende").Arguments(preset="base"), WMT_PRESETS["base"], d_model=512)
+    assert (defaults.vocab_size, defaults.warmup_steps, defaults.lr_scale, defaults.average_last) == (37000, 4000, 1, 5)
+    assert (defaults.max_length, defaults.max_length_ratio, defaults.eval_every) == (250, 1.5, 1000)
+    peak = resolve(recipe("wmt_ende").Arguments(preset="base", learning_rate=1e-3), WMT_PRESETS["base"], d_model=512)
+    assert peak_learning_rate(512, 4000, peak.lr_scale) == pytest.approx(1e-3)
+    with pytest.raises(ValueError, match="--lr-scale or --learning-rate"):
+        resolve(recipe("wmt_ende").Arguments(lr_scale=1, learning_rate=1e-3), WMT_PRESETS["base"], d_model=512)
+
+
+def test_demo_presets_are_bounded_by_updates_not_by_time():
+    from hf_vanilla.training.arguments import resolve
+    from hf_vanilla.training.presets import PARSING_PRESETS, WMT_PRESETS
+
+    for presets, name in ((WMT_PRESETS, "wmt_ende"), (PARSING_PRESETS, "ptb_parse")):
+        settings = resolve(recipe(name).Arguments(preset="demo"), presets["demo"], d_model=128)
+        assert settings.max_train_minutes is None and settings.max_steps == presets["demo"].max_steps
+        timed = resolve(recipe(name).Arguments(preset="demo", max_train_minutes=3), presets["demo"], d_model=128)
+        assert timed.max_train_minutes == 3 and timed.max_steps >= 10**9  # the time budget alone ends the run
+
+
+def test_the_english_french_preset_is_the_papers_big_model_with_dropout_0_1():
+    from hf_vanilla import VanillaTransformerConfig
+    from hf_vanilla.training.presets import WMT_PRESETS
+
+    preset = WMT_PRESETS["big_enfr"]
+    config = VanillaTransformerConfig.from_preset(preset.model_preset)
+    assert (config.d_model, config.num_attention_heads, config.dropout, preset.vocab_size) == (1024, 16, 0.1, 32000)
+
+
+def test_a_dataset_without_the_evaluated_split_stops_before_training(tmp_path):
+    with pytest.raises(PreflightError, match="has no 'nonesuch' split .*choose another --eval-split"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "run", eval_split="nonesuch"))
+    assert not (tmp_path / "run" / "train_log.jsonl").exists()
+
+
+def test_under_accelerate_launch_a_missing_split_is_one_line_without_traceback(tmp_path):
+    done = subprocess.run(
+        ["accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1", str(RECIPES / "wmt_ende.py"),
+         "--dataset", str(require(WMT_SAMPLE)), "--eval-split", "test", "--output-dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("wmt_ende: ") and "no 'test' split" in last and "--eval-split" in last
+
+
+def test_push_to_hub_without_a_token_or_network_stops_before_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_TOKEN", "")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    with pytest.raises(PreflightError, match="--push-to-hub needs a Hugging Face token"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "run", push_to_hub="someone/model"))
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    with pytest.raises(PreflightError, match="cannot be reached or refuses the token"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "run", push_to_hub="someone/model"))
+    with pytest.raises(PreflightError, match="not a valid repo id"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "run", push_to_hub="no spaces/allowed here"))
+    assert not (tmp_path / "run" / "train_log.jsonl").exists()
+
+
+def test_an_output_folder_that_cannot_be_written_stops_before_training(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(PreflightError, match="cannot write to the output folder"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "a_file" / "run"))
+
+
+def test_deepspeed_is_refused_at_start_up(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
+    with pytest.raises(PreflightError, match="do not run under DeepSpeed"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "run"))
+
+
+def test_a_tokenizer_trained_for_another_run_is_refused(wmt_run, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copytree(wmt_run[0] / "tokenizer", run / "tokenizer")
+    with pytest.raises(TokenizerMismatch, match=r"vocab_size 4000 \(this run: 500\)"):
+        recipe("wmt_ende").main(wmt_args(run, vocab_size=500))
+    with pytest.raises(TokenizerMismatch, match=r"languages \['en', 'de'\] \(this run: \['de', 'en'\]\)"):
+        recipe("wmt_ende").main(wmt_args(run, source_lang="de", target_lang="en"))
+    assert not (run / "train_log.jsonl").exists()
+    done = subprocess.run(
+        [sys.executable, str(RECIPES / "wmt_ende.py"), *cli(wmt_args(run, vocab_size=500))],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"wmt_ende: {run / 'tokenizer'} holds a tokenizer trained")
+
+
+def cli(args) -> list[str]:
+    """`args` as command-line flags."""
+    flags = []
+    for name, value in vars(args).items():
+        if value is None or value is False:
+            continue
+        flags += [f"--{name}"] if value is True else [f"--{name}", str(value)]
+    return flags
+
+
+def test_warm_start_continues_from_the_given_weights_and_tokenizer(wmt_run, tmp_path):
+    initial = wmt_run[0] / "final"
+    results = recipe("wmt_ende").main(wmt_args(tmp_path / "run", init_from=str(initial), learning_rate=1e-12))
+    assert results["init_from"] == str(initial) and results["steps"] == 2
+    assert (tmp_path / "run" / "tokenizer" / "tokenizer.json").read_text() == (initial / "tokenizer.json").read_text()
+    before, after = load_file(str(initial / "model.safetensors")), load_file(str(tmp_path / "run" / "final" / "model.safetensors"))
+    assert set(before) == set(after)
+    for name, tensor in before.items():  # a learning rate of 1e-12 leaves the weights where they started
+        assert (tensor - after[name]).abs().max() < 1e-6, name
+
+
+def test_eval_only_scores_a_model_without_training(wmt_run, tmp_path):
+    initial = wmt_run[0] / "final"
+    results = recipe("wmt_ende").main(wmt_args(tmp_path / "run", init_from=str(initial), eval_only=True,
+                                               num_beams=4, eval_sentences=4))
+    assert results["steps"] == 0 and results["eval_only"] is True and results["averaged_checkpoints"] == []
+    # The same model, the same sentences and decoding as the training run's own evaluation.
+    assert results["sacrebleu"] == wmt_run[1]["sacrebleu"]
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["sacrebleu"] == results["sacrebleu"]
+    assert "evaluated as they are" in (tmp_path / "run" / "README.md").read_text()
+    assert not list((tmp_path / "run").glob("checkpoint-*"))
+
+
+def test_launcher_precision_is_used_and_recorded(tmp_path):
+    """`accelerate launch --mixed_precision bf16` without the recipe's own flag: the run is bf16 and says so."""
+    done = subprocess.run(
+        ["accelerate", "launch", "--cpu", "--num_processes", "1", "--mixed_precision", "bf16",
+         str(RECIPES / "wmt_ende.py"), *cli(wmt_args(tmp_path / "run", max_steps=1, save_every=1))],
+        capture_output=True, text=True, timeout=900, env={**os.environ, "ACCELERATE_LOG_LEVEL": "info"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["mixed_precision"] == "bf16"
+    assert "Length filter (at most 250 tokens a side, ratio 1.5): kept" in done.stderr
+
+
+def _launch(tmp_path: Path, name: str, launcher: list[str], wmt_sample: Path, *extra: str) -> tuple[dict, str]:
     output_dir = tmp_path / name
     command = ["accelerate", "launch", *launcher, str(RECIPES / "wmt_ende.py"), "--preset", "demo",
                "--dataset", str(wmt_sample), "--moses-detokenize", "--max-steps", "20", "--max-tokens", "1000",
                "--eval-split", "validation", "--eval-sentences", "4", "--save-every", "10", "--log-every", "5",
-               "--output-dir", str(output_dir)]
+               "--output-dir", str(output_dir), *extra]
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_LOG_LEVEL": "info"}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -52,15 +273,27 @@ def _launch(tmp_path: Path, name: str, launcher: list[str], wmt_sample: Path) ->
 
 
 @pytest.mark.slow
-def test_two_gloo_processes_train_like_one(wmt_sample, tmp_path):
+def test_two_gloo_processes_train_validate_warm_start_and_evaluate(wmt_sample, tmp_path):
     """`accelerate launch --multi_gpu --num_processes 2` on a CPU-only machine: two gloo processes, each its own
-    shard of batches, results of the same shape as a 1-process run."""
-    two, _ = _launch(tmp_path, "two", ["--multi_gpu", "--num_processes", "2"], wmt_sample)
-    one, _ = _launch(tmp_path, "one", ["--cpu", "--num_processes", "1"], wmt_sample)
+    shard of batches and of the validation set; then a warm start from that run and an evaluation-only run, also on
+    two processes."""
+    two, output = _launch(tmp_path, "two", ["--multi_gpu", "--num_processes", "2"], wmt_sample, "--eval-every", "10")
+    one, _ = _launch(tmp_path, "one", ["--cpu", "--num_processes", "1"], wmt_sample, "--eval-every", "10")
     assert two["num_processes"] == 2 and one["num_processes"] == 1
     assert set(two) == set(one) and two["steps"] == one["steps"] == 20
     # Each update of the 2-process run consumed batches on both processes: about twice the tokens of one process.
     assert 1.5 * one["train_tokens"] < two["train_tokens"] < 2.5 * one["train_tokens"]
+    # The validation loss covers the whole validation split whatever the number of processes (same weights at 0).
+    logs = {name: [json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
+            for name in ("one", "two")}
+    assert [e["step"] for e in logs["two"] if "valid_loss" in e] == [10, 20]
+    assert output.count("encoding") <= 4  # the training and validation splits encoded once, by the main process
+    warm, _ = _launch(tmp_path, "warm", ["--multi_gpu", "--num_processes", "2"], wmt_sample,
+                      "--init-from", str(tmp_path / "two" / "final"), "--max-steps", "4")
+    assert warm["steps"] == 4 and warm["init_from"] == str(tmp_path / "two" / "final")
+    scored, _ = _launch(tmp_path, "scored", ["--multi_gpu", "--num_processes", "2"], wmt_sample,
+                        "--init-from", str(tmp_path / "two" / "final"), "--eval-only")
+    assert scored["steps"] == 0 and scored["sacrebleu"] == two["sacrebleu"]
 
 
 @pytest.mark.slow

@@ -14,10 +14,10 @@ from hf_vanilla.data.corpora import load_translation_corpus
 from hf_vanilla.data.encoding import EncodedPairs, encode_pairs
 from hf_vanilla.tokenization import train_shared_bpe
 from hf_vanilla.training.checkpoints import average_checkpoints, list_checkpoints
-from hf_vanilla.training.loop import LoopSettings, train
+from hf_vanilla.training.loop import train
 from hf_vanilla.training.schedule import inverse_sqrt_lr, paper_optimizer, paper_scheduler
 
-from helpers import tiny_model
+from helpers import run_settings, tiny_model
 
 
 def test_learning_rate_follows_the_paper():
@@ -148,22 +148,23 @@ def run(tmp_path, max_steps, resume=False):
     set_seed(0)
     accelerator = Accelerator(cpu=True)
     tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
-    settings = LoopSettings(max_steps=max_steps, max_tokens=64, update_freq=2, warmup_steps=4, save_every=2, keep_last=3, log_every=1)
-    return train(accelerator, tiny_model().train(), tokenizer, tiny_examples(), settings, tmp_path, resume=resume)
+    model = tiny_model().train()
+    result = train(accelerator, model, tokenizer, tiny_examples(), run_settings(max_steps=max_steps), tmp_path, resume)
+    return result, model
 
 
 def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
-    straight = run(tmp_path / "straight", 6)["model"]
+    straight = run(tmp_path / "straight", 6)[1]
     interrupted = tmp_path / "interrupted"
     run(interrupted, 4)
     # A checkpoint half-written when the run was killed must never be picked up.
     (interrupted / ".tmp-checkpoint-00000006").mkdir()
     (interrupted / "checkpoint-00000008").mkdir()
     assert [p.name for p in list_checkpoints(interrupted)] == ["checkpoint-00000002", "checkpoint-00000004"]
-    resumed = run(interrupted, 6, resume=True)
-    assert resumed["steps"] == 6
-    for (name, a), b in zip(straight.state_dict().items(), resumed["model"].state_dict().values()):
-        torch.testing.assert_close(a, b, msg=name)
+    result, resumed = run(interrupted, 6, resume=True)
+    assert result.steps == 6
+    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name  # bit-identical
     log = [json.loads(line) for line in (interrupted / "train_log.jsonl").read_text().splitlines()]
     assert [entry["step"] for entry in log] == [1, 2, 3, 4, 5, 6]
     assert [p.name for p in list_checkpoints(interrupted)] == [

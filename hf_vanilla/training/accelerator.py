@@ -29,10 +29,14 @@ def single_process_despite_request() -> bool:
     )
 
 
-def create_accelerator(project: str, output_dir: Path, mixed_precision: str, report_to: str | None, config: dict) -> Accelerator:
-    """An `Accelerator` for a recipe. Without any GPU (or other accelerator) it runs on the CPU, so that processes
-    started by torchrun (`accelerate launch --multi_gpu`) form a gloo group instead of failing; `report_to` starts an
-    Accelerate tracker (e.g. tensorboard) logging under `output_dir`, with `config` as its hyper-parameters."""
+def create_accelerator(
+    project: str, output_dir: Path, mixed_precision: str | None, report_to: str | None, config: dict
+) -> Accelerator:
+    """An `Accelerator` for a recipe. `mixed_precision=None` keeps what `accelerate launch` or `accelerate config` set
+    (the recipe's flag only overrides it when given). Without any GPU (or other accelerator) it runs on the CPU, so
+    that processes started by torchrun (`accelerate launch --multi_gpu`) form a gloo group instead of failing;
+    `report_to` starts an Accelerate tracker (e.g. tensorboard) logging under `output_dir`, with `config` as its
+    hyper-parameters."""
     accelerator = Accelerator(
         cpu=not torch.accelerator.is_available(),
         mixed_precision=mixed_precision,
@@ -42,5 +46,6 @@ def create_accelerator(project: str, output_dir: Path, mixed_precision: str, rep
     if single_process_despite_request():
         logger.warning(f"Running ONE process. {CPU_PROCESSES_HINT}", main_process_only=True)
     if report_to:
-        accelerator.init_trackers(project, config={k: v for k, v in config.items() if isinstance(v, (int, float, str, bool))})
+        hyper_parameters = {k: v for k, v in config.items() if isinstance(v, (int, float, str, bool))}
+        accelerator.init_trackers(project, config=hyper_parameters)
     return accelerator

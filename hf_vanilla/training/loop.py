@@ -1,10 +1,12 @@
 """The one Accelerate training loop of both recipes: token-budget batches, update frequency, the paper's optimiser and
-schedule, mixed precision, progress and logs, periodic atomic checkpoints and exact resume."""
+schedule, mixed precision as launched, validation, a truthful progress bar, checkpoints, exact resume, and a clean
+stop on SIGTERM/SIGINT."""
 
 import json
 import math
+import signal
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,45 +18,44 @@ from tqdm.auto import tqdm
 
 from ..data.batching import TokenBudgetBatchSampler
 from ..data.encoding import EncodedPairs
-from .checkpoints import list_checkpoints, save_checkpoint
+from .arguments import RunSettings
+from .checkpoints import latest_valid_checkpoint, load_checkpoint, save_checkpoint, save_model_folder
+from .collectives import any_process
 from .schedule import paper_optimizer, paper_scheduler
+from .validation import Validation
 
 logger = get_logger(__name__)
 
-
-@dataclass
-class LoopSettings:
-    max_steps: int
-    max_tokens: int
-    update_freq: int = 1
-    warmup_steps: int = 4000
-    lr_scale: float = 1.0
-    save_every: int = 1000
-    keep_last: int = 5
-    log_every: int = 100
-    max_train_minutes: float | None = None
-    seed: int = 0
+BEST_DIR = "best"
+# With several processes, a stop signal is agreed on (an all-reduce) every this many updates.
+SIGNAL_CHECK_EVERY = 10
 
 
-def settings_for_run(preset, args, num_processes: int, examples: EncodedPairs) -> LoopSettings:
-    """A recipe's loop settings: its command-line values where given, else its preset's. Without --max-tokens, a
-    batch holds the preset's tokens per step divided over processes and accumulated batches (at least the longest
-    sentence); the preset's time budget applies only when --max-steps is not given."""
+@dataclass(frozen=True)
+class TrainingResult:
+    """What a training run did, for results.json and the card."""
+
+    steps: int
+    epochs: int
+    train_seconds: float
+    train_tokens: int
+    train_tokens_per_second: float
+    final_loss: float
+    padding_fraction: float
+    mixed_precision: str
+    batch_tokens: int
+    best_step: int | None = None
+    best_valid_loss: float | None = None
+    stopped_by_signal: str | None = None
+
+
+def batch_tokens(settings: RunSettings, num_processes: int, examples: EncodedPairs) -> int:
+    """Padded source (and target) tokens per batch and process: --max-tokens, else the preset's tokens per update
+    divided over processes and accumulated batches, at least the longest pair."""
+    if settings.max_tokens is not None:
+        return settings.max_tokens
     longest = int(max(examples.source_lengths.max(), examples.target_lengths.max()))
-    return LoopSettings(
-        max_steps=args.max_steps or preset.max_steps,
-        max_tokens=args.max_tokens or max(preset.tokens_per_step // (num_processes * args.update_freq), longest),
-        update_freq=args.update_freq,
-        warmup_steps=preset.warmup_steps,
-        lr_scale=preset.lr_scale,
-        save_every=args.save_every or preset.save_every,
-        keep_last=args.keep_last or max(args.average_last or preset.average_last, 1),
-        log_every=args.log_every,
-        max_train_minutes=args.max_train_minutes if args.max_train_minutes is not None else (
-            preset.max_train_minutes if args.max_steps is None else None
-        ),
-        seed=args.seed,
-    )
+    return max(settings.tokens_per_step // (num_processes * settings.update_freq), longest)
 
 
 class TrainingProgress:
@@ -62,12 +63,58 @@ class TrainingProgress:
 
     def __init__(self):
         self.step, self.epoch, self.position, self.train_seconds, self.tokens = 0, 0, 0, 0.0, 0
+        self.best_step, self.best_valid_loss = None, None
 
     def state_dict(self) -> dict:
         return dict(vars(self))
 
     def load_state_dict(self, state: dict) -> None:
-        vars(self).update(state)
+        vars(self).update({key: state[key] for key in vars(self) if key in state})
+
+
+class StopSignals:
+    """Records SIGTERM / SIGINT (what schedulers and Ctrl-C send) instead of dying mid-update."""
+
+    def __init__(self):
+        self.received: str | None = None
+
+    @contextmanager
+    def installed(self):
+        def handler(number, frame):
+            self.received = signal.Signals(number).name
+            signal.signal(number, previous[number])  # a second signal acts at once
+
+        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+        for number in previous:
+            signal.signal(number, handler)
+        try:
+            yield self
+        finally:
+            for number, old in previous.items():
+                signal.signal(number, old)
+
+
+class Progress:
+    """A tqdm bar over updates, or over minutes when the run is bounded by time only."""
+
+    def __init__(self, accelerator: Accelerator, settings: RunSettings, step: int, seconds: float):
+        self.by_minutes = settings.max_train_minutes is not None and settings.max_steps >= 10**9
+        total = settings.max_train_minutes if self.by_minutes else settings.max_steps
+        initial = round(seconds / 60, 2) if self.by_minutes else step
+        self.bar = tqdm(
+            total=total, initial=initial, disable=not accelerator.is_main_process, desc="training",
+            unit="min" if self.by_minutes else "update", dynamic_ncols=True,
+        )
+
+    def update(self, seconds: float) -> None:
+        if self.by_minutes:
+            self.bar.n = min(round(seconds / 60, 2), self.bar.total)
+            self.bar.refresh()
+        else:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def train(
@@ -75,16 +122,18 @@ def train(
     model,
     tokenizer,
     examples: EncodedPairs,
-    settings: LoopSettings,
+    settings: RunSettings,
     output_dir: Path,
     resume: bool = False,
-) -> dict:
-    """Trains `model` on `examples` (source and target token ids) until `max_steps` updates (or
-    `max_train_minutes`), checkpointing into `output_dir`. Returns the run's figures."""
+    validation: Validation | None = None,
+) -> TrainingResult:
+    """Trains `model` on `examples` until `settings.max_steps` updates (or `max_train_minutes`), checkpointing into
+    `output_dir`, validating every `eval_every` updates when `validation` is given."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
+    max_tokens = batch_tokens(settings, accelerator.num_processes, examples)
     sampler = TokenBudgetBatchSampler(
-        examples.source_lengths.tolist(), examples.target_lengths.tolist(), settings.max_tokens, settings.seed,
+        examples.source_lengths, examples.target_lengths, max_tokens, settings.seed,
         accelerator.num_processes, accelerator.process_index,
     )
     optimizer = paper_optimizer(model.parameters())
@@ -92,93 +141,122 @@ def train(
     scheduler = paper_scheduler(optimizer, model.config.d_model, settings.warmup_steps, settings.lr_scale)
     model, optimizer = accelerator.prepare(model, optimizer)
     progress = TrainingProgress()
-    accelerator.register_for_checkpointing(scheduler, progress)
 
-    checkpoints = list_checkpoints(output_dir)
-    if resume and checkpoints:
-        accelerator.load_state(str(checkpoints[-1]))
-        logger.info(f"Resumed from {checkpoints[-1]} at step {progress.step}", main_process_only=True)
-    elif resume:
-        logger.info(f"No complete checkpoint in {output_dir}: starting from scratch", main_process_only=True)
+    if resume:
+        checkpoint = latest_valid_checkpoint(output_dir, report=lambda line: logger.warning(line, main_process_only=True))
+        if checkpoint is not None:
+            progress.load_state_dict(load_checkpoint(accelerator, checkpoint, model, optimizer, scheduler))
+            logger.info(f"Resumed from {checkpoint} at update {progress.step}", main_process_only=True)
+        else:
+            logger.info(f"No complete checkpoint in {output_dir}: starting from scratch", main_process_only=True)
 
     model.train()
     padding = sampler.padding_fraction(sampler.all_batches(progress.epoch))
     log_file = output_dir / "train_log.jsonl"
-    bar = tqdm(total=settings.max_steps, initial=progress.step, disable=not accelerator.is_main_process, desc="training")
-    start, window_start, window_tokens, window_loss, window_updates = time.perf_counter(), time.perf_counter(), 0, 0.0, 0
     seconds_before = progress.train_seconds
-    epoch_batches = sampler.batches(progress.epoch)
+    start = window_start = time.perf_counter()
+    window_tokens = window_updates = 0
+    window_loss = torch.zeros((), device=accelerator.device)  # read back only when logging: no sync per update
     last_loss = math.nan
-    while progress.step < settings.max_steps:
-        group = []
-        while len(group) < settings.update_freq:
-            if progress.position >= len(epoch_batches):
-                progress.epoch, progress.position = progress.epoch + 1, 0
-                epoch_batches = sampler.batches(progress.epoch)
-            group.append(epoch_batches[progress.position])
-            progress.position += 1
-        batches = [examples.collate(b, tokenizer.pad_token_id) for b in group]
-        pairs = np.concatenate(group)
-        num_items = int(examples.target_lengths[pairs].sum())  # target tokens of the whole update
-        window_tokens += int(examples.source_lengths[pairs].sum()) + num_items
-        step_loss = 0.0
-        for index, batch in enumerate(batches):
-            batch = {k: v.to(accelerator.device) for k, v in batch.items()}
-            sync = index == len(batches) - 1
-            with nullcontext() if sync else accelerator.no_sync(model):
-                loss = model(**batch, num_items_in_batch=num_items).loss
-                accelerator.backward(loss)
-            step_loss += float(loss.detach())
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        progress.step += 1
-        window_loss += step_loss
-        window_updates += 1
-        last_loss = step_loss
-        bar.update(1)
+    epoch_batches = sampler.batches(progress.epoch)
+    bar = Progress(accelerator, settings, progress.step, seconds_before)
+    signals = StopSignals()
 
-        finished = progress.step >= settings.max_steps
-        if settings.max_train_minutes is not None:
-            out_of_time = torch.tensor(
-                float(seconds_before + time.perf_counter() - start > 60 * settings.max_train_minutes), device=accelerator.device
-            )
-            finished |= bool(accelerator.reduce(out_of_time, reduction="sum") > 0)
-        if progress.step % settings.log_every == 0 or finished:
-            now = time.perf_counter()
-            tokens = int(accelerator.reduce(torch.tensor(window_tokens, device=accelerator.device), reduction="sum"))
-            mean_loss = float(accelerator.reduce(torch.tensor(window_loss / window_updates, device=accelerator.device), reduction="mean"))
-            metrics = {
-                "step": progress.step,
-                "epoch": progress.epoch,
-                "loss": round(mean_loss, 4),
-                "perplexity": round(math.exp(min(mean_loss, 50)), 2),
-                "lr": scheduler.get_last_lr()[0],
-                "tokens_per_second": round(tokens / (now - window_start), 1),
-                "padding": round(padding, 4),
-            }
-            accelerator.log(metrics, step=progress.step)
-            bar.set_postfix(loss=metrics["loss"], ppl=metrics["perplexity"], lr=f"{metrics['lr']:.2e}", tok_s=metrics["tokens_per_second"])
-            if accelerator.is_main_process:
-                with log_file.open("a") as handle:
-                    handle.write(json.dumps(metrics) + "\n")
-            progress.tokens += tokens
-            window_start, window_tokens, window_loss, window_updates = now, 0, 0.0, 0
-        if progress.step % settings.save_every == 0 or finished:
-            progress.train_seconds = seconds_before + time.perf_counter() - start
-            save_checkpoint(accelerator, output_dir, progress.step, model, tokenizer, progress.state_dict(), settings.keep_last)
-        if finished:
-            break
+    def elapsed() -> float:
+        return seconds_before + time.perf_counter() - start
+
+    def write_log(metrics: dict) -> None:
+        accelerator.log(metrics, step=progress.step)
+        if accelerator.is_main_process:
+            with log_file.open("a") as handle:
+                handle.write(json.dumps(metrics) + "\n")
+
+    with signals.installed():
+        while progress.step < settings.max_steps:
+            group = []
+            while len(group) < settings.update_freq:
+                if progress.position >= len(epoch_batches):
+                    progress.epoch, progress.position = progress.epoch + 1, 0
+                    epoch_batches = sampler.batches(progress.epoch)
+                group.append(epoch_batches[progress.position])
+                progress.position += 1
+            pairs = np.concatenate(group)
+            num_items = int(examples.target_lengths[pairs].sum())  # target tokens of the whole update
+            window_tokens += int(examples.source_lengths[pairs].sum()) + num_items
+            for index, indices in enumerate(group):
+                batch = {k: v.to(accelerator.device, non_blocking=True)
+                         for k, v in examples.collate(indices, tokenizer.pad_token_id).items()}
+                sync = index == len(group) - 1
+                with nullcontext() if sync else accelerator.no_sync(model):
+                    loss = model(**batch, num_items_in_batch=num_items).loss  # prepare() added the autocast
+                    accelerator.backward(loss)
+                window_loss += loss.detach()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            progress.step += 1
+            window_updates += 1
+            bar.update(elapsed())
+
+            finished = progress.step >= settings.max_steps
+            logging_now = progress.step % settings.log_every == 0 or finished
+            if settings.max_train_minutes is not None and logging_now:
+                finished |= any_process(accelerator, elapsed() > 60 * settings.max_train_minutes)
+            stop_check = accelerator.num_processes == 1 or progress.step % SIGNAL_CHECK_EVERY == 0
+            if stop_check and any_process(accelerator, signals.received is not None):
+                finished = True
+                signals.received = signals.received or "SIGTERM"
+                logger.warning(f"{signals.received}: saving a checkpoint at update {progress.step} and stopping",
+                               main_process_only=True)
+            if logging_now or finished:
+                now = time.perf_counter()
+                tokens = int(accelerator.reduce(torch.tensor(window_tokens, device=accelerator.device), "sum"))
+                mean_loss = float(accelerator.reduce(window_loss / window_updates, reduction="mean"))
+                last_loss = mean_loss
+                metrics = {
+                    "step": progress.step,
+                    "epoch": progress.epoch,
+                    "loss": round(mean_loss, 4),
+                    "perplexity": round(math.exp(min(mean_loss, 50)), 2),
+                    "lr": scheduler.get_last_lr()[0],
+                    "tokens_per_second": round(tokens / (now - window_start), 1),
+                    "padding": round(padding, 4),
+                }
+                write_log(metrics)
+                bar.bar.set_postfix(loss=metrics["loss"], lr=f"{metrics['lr']:.2e}", tok_s=metrics["tokens_per_second"])
+                progress.tokens += tokens
+                window_start, window_tokens, window_updates = now, 0, 0
+                window_loss.zero_()
+            paused = time.perf_counter()
+            if validation is not None and settings.eval_every and (progress.step % settings.eval_every == 0 or finished):
+                figures = validation(accelerator, model)
+                write_log({"step": progress.step, **figures})
+                if accelerator.is_main_process:
+                    bar.bar.write(f"update {progress.step}: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+                if progress.best_valid_loss is None or figures["valid_loss"] < progress.best_valid_loss:
+                    progress.best_step, progress.best_valid_loss = progress.step, figures["valid_loss"]
+                    save_model_folder(accelerator, model, output_dir / BEST_DIR, tokenizer)
+            if progress.step % settings.save_every == 0 or finished:
+                progress.train_seconds = elapsed()
+                save_checkpoint(accelerator, output_dir, progress.step, model, optimizer, scheduler, tokenizer,
+                                progress.state_dict(), settings.keep_last)
+            window_start += time.perf_counter() - paused  # validation and saving are not training speed
+            if finished:
+                break
     bar.close()
-    progress.train_seconds = seconds_before + time.perf_counter() - start
+    progress.train_seconds = elapsed()
     model.eval()
-    return {
-        "steps": progress.step,
-        "epochs": progress.epoch,
-        "train_seconds": round(progress.train_seconds, 1),
-        "train_tokens_per_second": round(progress.tokens / max(progress.train_seconds, 1e-9), 1),
-        "final_loss": round(last_loss, 4),
-        "padding_fraction": round(padding, 4),
-        "train_tokens": progress.tokens,
-        "model": accelerator.unwrap_model(model),
-    }
+    return TrainingResult(
+        steps=progress.step,
+        epochs=progress.epoch,
+        train_seconds=round(progress.train_seconds, 1),
+        train_tokens=progress.tokens,
+        train_tokens_per_second=round(progress.tokens / max(progress.train_seconds, 1e-9), 1),
+        final_loss=round(last_loss, 4),
+        padding_fraction=round(padding, 4),
+        mixed_precision=accelerator.mixed_precision,
+        batch_tokens=max_tokens,
+        best_step=progress.best_step,
+        best_valid_loss=progress.best_valid_loss,
+        stopped_by_signal=signals.received,
+    )

@@ -1,0 +1,29 @@
+"""Parsing a held-out set with the model's decoding (under the tree grammar or freely), repairing what comes out into
+trees over the input words, and scoring them with EVALB."""
+
+from ..decoding import generate_texts
+from ..parsing.grammar import tree_grammar_for
+from ..parsing.linearization import needed_repair, tree_from_output
+from .evalb import evalb
+
+
+def parse_and_score(
+    model, tokenizer, sentences: list[str], gold: list[str], tree_grammar: bool = True, progress: bool = True,
+    **generate_kwargs,
+) -> tuple[dict, list[str], list[dict]]:
+    """Parses `sentences` (space-separated words) and scores the trees against `gold`: (figures, predicted trees,
+    samples); figures hold `evalb_f1`, `evalb_precision`, `evalb_recall`, `evalb_exact_match`, `evalb_sentences` and
+    `repaired_share`, the share of raw outputs that `delinearize` had to change."""
+    leaves = model.config.tree_leaves
+    if tree_grammar:
+        generate_kwargs["processors_for_batch"] = tree_grammar_for(tokenizer, leaves)
+    outputs = generate_texts(model, tokenizer, sentences, progress=progress, **generate_kwargs)
+    predictions, repaired = [], 0
+    for sentence, output in zip(sentences, outputs):
+        words = sentence.split()
+        repaired += needed_repair(output, words, leaves)
+        predictions.append(tree_from_output(output, words, leaves))
+    figures = {f"evalb_{key}": value for key, value in evalb(gold, predictions).items()}
+    figures["repaired_share"] = round(repaired / len(sentences), 4)
+    samples = [{"source": s, "reference": g, "hypothesis": p} for s, g, p in zip(sentences, gold, predictions)]
+    return figures, predictions, samples

@@ -1,0 +1,82 @@
+"""Checks a recipe makes before its first update, so that what would fail after hours of training fails in seconds,
+in one line, on every process."""
+
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from accelerate import Accelerator
+
+from .collectives import broadcast_value
+
+
+class PreflightError(ValueError):
+    """Something that would make the run fail later; the message says what and how to proceed."""
+
+
+def refuse_deepspeed() -> None:
+    """DeepSpeed's engine steps the optimizer at every `backward`, which breaks --update-freq and the update-counted
+    schedule of the recipes; they refuse it before Accelerate starts it."""
+    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() in ("1", "true", "yes"):
+        raise PreflightError(
+            "the recipes do not run under DeepSpeed (its engine would step the optimizer at every micro-batch, "
+            "breaking --update-freq and the schedule); use FSDP or DDP through `accelerate config`"
+        )
+
+
+def check_writable(folder: Path) -> None:
+    """`folder` exists (or is created) and a file can be written in it."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise PreflightError(f"cannot write to the output folder {folder}: {error.strerror or error}") from error
+
+
+def check_splits(available: Iterable[str], needed: dict[str, str], source: str) -> None:
+    """Each split of `needed` (split -> the flag that asks for it) is among `available`."""
+    available = sorted(available)
+    for split, flag in needed.items():
+        if split not in available:
+            raise PreflightError(
+                f"{source} has no {split!r} split (it has {', '.join(available) or 'none'}): choose another {flag}"
+            )
+
+
+def check_hub(repo_id: str, token: str | None = None) -> None:
+    """The repo id is valid, a Hugging Face token is set, and the Hub answers for it (who it belongs to)."""
+    from huggingface_hub import HfApi, get_token
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise PreflightError(f"--push-to-hub {repo_id!r} is not a valid repo id: {error}") from error
+    token = token or get_token()
+    if not token:
+        raise PreflightError("--push-to-hub needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
+    try:
+        HfApi(token=token).whoami()
+    except Exception as error:  # offline mode, no network, a revoked token: all mean no upload after training
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PreflightError(f"--push-to-hub {repo_id}: the Hugging Face Hub cannot be reached or refuses the token "
+                             f"({first_line})") from error
+
+
+def run_checks(accelerator: Accelerator, checks: Iterable[Callable[[], None]]) -> None:
+    """Runs `checks` on the main process; the first failure stops every process with `PreflightError`."""
+    problem = None
+    if accelerator.is_main_process:
+        for check in checks:
+            try:
+                check()
+            except PreflightError as error:
+                problem = str(error)
+                break
+    problem = broadcast_value(accelerator, problem)
+    if problem:
+        raise PreflightError(problem)

@@ -1,0 +1,241 @@
+"""The steps both recipes take, each a function, so that each recipe reads top to bottom like section 5 of the paper:
+start, data, checks, tokenizer, model, training, averaging, evaluation, results, card, upload."""
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from accelerate.logging import get_logger
+from accelerate.utils import set_seed
+from transformers import AutoTokenizer
+
+from .. import VanillaTransformerForConditionalGeneration
+from ..cards import render_model_card
+from ..data.encoding import EncodedPairs, encode_pairs
+from ..tokenization import (
+    PROVENANCE_FILE,
+    TokenizerMismatch,
+    check_provenance,
+    prepare_shared_tokenizer,
+    text_fingerprint,
+)
+from .accelerator import create_accelerator
+from .arguments import RecipeArguments, RunSettings, resolve
+from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
+from .collectives import broadcast_value
+from .loop import TrainingResult
+from .preflight import PreflightError, refuse_deepspeed
+from .presets import TrainingPreset, new_model
+
+logger = get_logger(__name__)
+
+# What a user can fix: stops the run with one line, no traceback.
+USER_ERRORS = (PreflightError, TokenizerMismatch, CheckpointError)
+
+
+def run_recipe(main: Callable, args, name: str):
+    """Runs a recipe's `main(args)`; an error the user can fix ends every process with one line on stderr (printed
+    by the first process only) and exit status 1."""
+    first_process = os.environ.get("RANK", "0") == "0"
+    logging.basicConfig(
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S",
+        level=logging.INFO if first_process else logging.WARNING,
+    )
+    for noisy in ("httpx", "datasets", "transformers"):  # their INFO lines are per-file chatter
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return main(args)
+    except USER_ERRORS as error:
+        raise SystemExit(f"{name}: {error}" if first_process else 1) from None
+
+
+def start(project: str, args: RecipeArguments, presets: dict[str, TrainingPreset]) -> tuple[Accelerator, TrainingPreset, Path]:
+    """The preset, the output folder and the `Accelerator` (precision as launched unless --mixed-precision is given),
+    seeded. DeepSpeed is refused before Accelerate starts it."""
+    if args.preset not in presets:
+        raise PreflightError(f"--preset must be one of {', '.join(sorted(presets))}, got {args.preset!r}")
+    if args.eval_only and args.resume:
+        raise PreflightError("--eval-only trains nothing: it cannot --resume")
+    refuse_deepspeed()
+    output_dir = Path(args.output_dir or f"runs/{project}")
+    accelerator = create_accelerator(project, output_dir, args.mixed_precision, args.report_to, vars(args))
+    set_seed(args.seed)
+    return accelerator, presets[args.preset], output_dir
+
+
+def settings_for(args: RecipeArguments, preset: TrainingPreset) -> RunSettings:
+    """The run's settings: the command line resolved against the preset (a PreflightError for values that cannot
+    work)."""
+    from .. import VanillaTransformerConfig
+
+    d_model = VanillaTransformerConfig.from_preset(preset.model_preset).d_model
+    try:
+        return resolve(args, preset, d_model)
+    except ValueError as error:
+        raise PreflightError(str(error)) from error
+
+
+def run_tokenizer(
+    accelerator: Accelerator, args: RecipeArguments, output_dir: Path, train_split, languages: tuple[str, str],
+    settings: RunSettings, dataset: str, whitespace_only: bool = False,
+):
+    """The tokenizer of `--init-from` (recorded as such in OUTPUT_DIR/tokenizer), or the shared BPE trained for this
+    run on its training split; either way a tokenizer folder from another run is refused."""
+    if args.init_from is None:
+        return prepare_shared_tokenizer(
+            accelerator, output_dir, train_split, languages, settings.vocab_size, dataset, whitespace_only
+        )
+    if args.vocab_size is not None:
+        raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
+    folder = output_dir / "tokenizer"
+    expected = {"init_from": args.init_from}
+    problem = None
+    if accelerator.is_main_process:
+        try:
+            if (folder / "tokenizer.json").exists():
+                check_provenance(folder, expected)
+            else:
+                AutoTokenizer.from_pretrained(args.init_from).save_pretrained(folder)
+                (folder / PROVENANCE_FILE).write_text(json.dumps(expected, indent=2))
+        except TokenizerMismatch as error:
+            problem = str(error)
+        except OSError as error:
+            problem = f"--init-from {args.init_from}: cannot load its tokenizer ({str(error).splitlines()[0]})"
+    problem = broadcast_value(accelerator, problem)
+    if problem:
+        raise PreflightError(problem)
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def run_model(args: RecipeArguments, settings: RunSettings, tokenizer, **overrides) -> VanillaTransformerForConditionalGeneration:
+    """`--init-from`'s model, or a new one of the preset's size; the command line's dropout, label smoothing and
+    decoding settings applied to either."""
+    overrides = {**overrides, **settings.model_overrides}
+    if args.init_from is not None:
+        try:
+            model = VanillaTransformerForConditionalGeneration.from_pretrained(args.init_from, **overrides)
+        except OSError as error:
+            raise PreflightError(f"--init-from {args.init_from}: {str(error).splitlines()[0]}") from error
+        if model.config.vocab_size != len(tokenizer):
+            raise PreflightError(f"--init-from {args.init_from}: its tokenizer and model disagree on the vocabulary")
+    else:
+        model = new_model(settings.model_preset, tokenizer, **overrides)
+    model.generation_config.update(**settings.decoding)
+    if model.generation_config.num_beams == 1:  # greedy: the beam-search settings would make the config invalid
+        model.generation_config.update(early_stopping=False, length_penalty=1.0)
+    return model
+
+
+def encoded_split(
+    accelerator: Accelerator, pairs, tokenizer, languages: tuple[str, str], output_dir: Path, split: str
+) -> EncodedPairs:
+    """A split's token ids, encoded once by the main process into OUTPUT_DIR/cache (a file named by the fingerprints
+    of the tokenizer and of the split's text) and read from there by the other processes."""
+    key = None
+    if accelerator.is_main_process:
+        record = json.loads((output_dir / "tokenizer" / PROVENANCE_FILE).read_text())
+        same_text = split == "train" and "text_sha256" in record  # the tokenizer's own training text, hashed already
+        text = record["text_sha256"] if same_text else text_fingerprint(pairs, languages)
+        vocabulary = hashlib.sha256((output_dir / "tokenizer" / "tokenizer.json").read_bytes()).hexdigest()
+        key = hashlib.sha256(f"{vocabulary} {text} {languages}".encode()).hexdigest()[:16]
+    key = broadcast_value(accelerator, key)
+    with accelerator.main_process_first():
+        return encode_pairs(pairs, tokenizer, *languages, cache_file=output_dir / "cache" / f"{split}-{key}.arrow")
+
+
+def training_examples(
+    accelerator: Accelerator, pairs, tokenizer, languages: tuple[str, str], settings: RunSettings, output_dir: Path
+) -> EncodedPairs:
+    """The training pairs' token ids, length-filtered (the count dropped is logged)."""
+    examples = encoded_split(accelerator, pairs, tokenizer, languages, output_dir, "train")
+    examples, dropped = examples.length_filter(settings.max_length, settings.max_length_ratio)
+    logger.info(
+        f"Length filter (at most {settings.max_length} tokens a side, ratio {settings.max_length_ratio}): kept "
+        f"{dropped['kept']:,} of {dropped['total']:,} training pairs ({dropped['too_long']:,} too long, "
+        f"{dropped['length_ratio']:,} beyond the ratio)",
+        main_process_only=True,
+    )
+    return examples
+
+
+def average_final(accelerator: Accelerator, output_dir: Path, average_last: int) -> tuple[Path, list[str]]:
+    """The average of the newest `average_last` checkpoints in OUTPUT_DIR/final (the paper: 5 base, 20 big)."""
+    names: list[str] = []
+    if accelerator.is_main_process:
+        checkpoints = list_checkpoints(output_dir)[-average_last:]
+        average_checkpoints(checkpoints, output_dir / "final")
+        names = [p.name for p in checkpoints]
+    accelerator.wait_for_everyone()
+    return output_dir / "final", broadcast_value(accelerator, names)
+
+
+def hardware_description(accelerator: Accelerator) -> str:
+    """What ran the model, for results.json and the card: the GPU's name, or the CPU's cores."""
+    if accelerator.device.type == "cuda":
+        return f"{accelerator.num_processes} x {torch.cuda.get_device_name(accelerator.device)}"
+    return f"CPU ({os.cpu_count()} cores, {platform.machine()})"
+
+
+def untrained_result(accelerator: Accelerator) -> TrainingResult:
+    """The training figures of an --eval-only run."""
+    return TrainingResult(
+        steps=0, epochs=0, train_seconds=0.0, train_tokens=0, train_tokens_per_second=0.0, final_loss=float("nan"),
+        padding_fraction=0.0, mixed_precision=accelerator.mixed_precision, batch_tokens=0,
+    )
+
+
+def results_record(
+    accelerator: Accelerator, args: RecipeArguments, settings: RunSettings, training: TrainingResult, model,
+    averaged: list[str], evaluation: dict, extra: dict,
+) -> dict:
+    """results.json: what was evaluated and how it was trained, with the settings really in force."""
+    return {
+        **extra,
+        **evaluation,
+        **{k: v for k, v in vars(training).items()},
+        "averaged_checkpoints": averaged,
+        "preset": args.preset,
+        "training_preset": settings.as_dict(),
+        "num_processes": accelerator.num_processes,
+        "mixed_precision": accelerator.mixed_precision,
+        "device": str(accelerator.device),
+        "hardware": hardware_description(accelerator),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "seed": args.seed,
+        "init_from": args.init_from,
+        "eval_only": args.eval_only,
+        "command": " ".join(sys.argv),
+    }
+
+
+def write_outputs(output_dir: Path, results: dict, samples: list[dict], model, repo_id: str | None) -> None:
+    """results.json and samples.jsonl in OUTPUT_DIR (and results.json beside the final model), and the model card
+    rendered from them as OUTPUT_DIR/README.md."""
+    text = json.dumps(results, indent=2, ensure_ascii=False)
+    (output_dir / "results.json").write_text(text)
+    if (output_dir / "final" / "config.json").is_file():
+        (output_dir / "final" / "results.json").write_text(text)
+    with (output_dir / "samples.jsonl").open("w", encoding="utf-8") as handle:
+        for sample in samples:
+            handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
+    card = render_model_card(results, model.config, model.generation_config, repo_id or output_dir.name)
+    card.save(output_dir / "README.md")
+    print(json.dumps({k: v for k, v in results.items() if k != "training_preset"}, indent=2, ensure_ascii=False))
+    for sample in samples[:5]:
+        print(f"\nSRC: {sample['source']}\nREF: {sample['reference']}\nOUT: {sample['hypothesis']}")
+
+
+def publish(output_dir: Path, repo_id: str) -> str:
+    """Builds OUTPUT_DIR/hub from the run and uploads it to `repo_id`."""
+    from ..hub import build_hub_folder, push_model_folder
+
+    url = push_model_folder(build_hub_folder(output_dir, output_dir / "hub", repo_id), repo_id)
+    print(f"published {repo_id}: {url}")
+    return url
