@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def _average(args: argparse.Namespace) -> None:
-    from .training.checkpoints import average_checkpoints, list_checkpoints
+    from .training.checkpoints import CheckpointError, average_checkpoints, list_checkpoints
 
     if args.checkpoints:
         chosen = [Path(p) for p in args.checkpoints]
@@ -15,7 +15,10 @@ def _average(args: argparse.Namespace) -> None:
         chosen = list_checkpoints(Path(args.run_dir))[-args.last :]
         if not chosen:
             raise SystemExit(f"hf-vanilla: no complete checkpoint in {args.run_dir}")
-    output = average_checkpoints(chosen, Path(args.output))
+    try:
+        output = average_checkpoints(chosen, Path(args.output))
+    except (CheckpointError, ValueError) as error:
+        raise _fail(str(error)) from None
     print(f"averaged {len(chosen)} checkpoints ({', '.join(p.name for p in chosen)}) into {output}")
 
 

@@ -2,6 +2,8 @@
 
 import hashlib
 import json
+import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -130,10 +132,13 @@ def prepare_shared_tokenizer(
                 check_provenance(folder, expected)
             except TokenizerMismatch as error:
                 problem = str(error)
-        else:
+        else:  # written whole or not at all: a run killed here trains it again
             texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
-            train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only).save_pretrained(folder)
-            (folder / PROVENANCE_FILE).write_text(json.dumps(expected, indent=2))
+            temporary = folder.with_name(f".tmp-{folder.name}")
+            shutil.rmtree(temporary, ignore_errors=True)
+            train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only).save_pretrained(temporary)
+            (temporary / PROVENANCE_FILE).write_text(json.dumps(expected, indent=2))
+            os.replace(temporary, folder)
     problem = broadcast_value(accelerator, problem)
     if problem:
         raise TokenizerMismatch(problem)

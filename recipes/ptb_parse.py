@@ -24,6 +24,7 @@ from hf_vanilla.training.presets import PARSING_PRESETS
 from hf_vanilla.training.run import (
     average_final,
     encoded_split,
+    interrupted,
     publish,
     results_record,
     run_model,
@@ -118,6 +119,8 @@ def main(args: Arguments) -> dict:
                 metric=validation_f1 if settings.eval_metric_sentences else None,
             )
         training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
+        if interrupted(accelerator, training, output_dir):
+            return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
         final, averaged = average_final(accelerator, output_dir, settings.average_last)
         model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
 

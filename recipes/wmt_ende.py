@@ -24,6 +24,7 @@ from hf_vanilla.training.presets import WMT_PRESETS
 from hf_vanilla.training.run import (
     average_final,
     encoded_split,
+    interrupted,
     publish,
     results_record,
     run_model,
@@ -104,6 +105,8 @@ def main(args: Arguments) -> dict:
                 metric=validation_bleu if settings.eval_metric_sentences else None,
             )
         training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
+        if interrupted(accelerator, training, output_dir):
+            return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
         final, averaged = average_final(accelerator, output_dir, settings.average_last)
         model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
 

@@ -52,6 +52,31 @@ def run_settings(**overrides):
     return RunSettings(**{**defaults, **overrides})
 
 
+def tiny_examples():
+    """120 random pairs (3-11 ids + </s>), each target its source reversed."""
+    from hf_vanilla.data.encoding import EncodedPairs
+
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(3, 12, (120,), generator=g).tolist()
+    ids = [torch.randint(4, 1000, (n,), generator=g).tolist() + [2] for n in lengths]
+    return EncodedPairs.from_lists(ids, [list(reversed(x[:-1])) + [2] for x in ids])
+
+
+def run_loop(output_dir: Path, max_steps: int, resume: bool = False):
+    """The training loop on `tiny_examples` (checkpoints every 2 updates): (TrainingResult, trained model)."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+
+    from hf_vanilla.training.loop import train
+
+    set_seed(0)
+    accelerator = Accelerator(cpu=True)
+    tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
+    model = tiny_model().train()
+    result = train(accelerator, model, tokenizer, tiny_examples(), run_settings(max_steps=max_steps), output_dir, resume)
+    return result, model
+
+
 def tiny_model(**overrides) -> hf_vanilla.VanillaTransformerForConditionalGeneration:
     """The `tiny` preset, untrained, seeded, in eval mode."""
     torch.manual_seed(0)

@@ -4,8 +4,6 @@ import json
 
 import pytest
 import torch
-from accelerate import Accelerator
-from accelerate.utils import set_seed
 from safetensors.torch import load_file
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
@@ -14,10 +12,9 @@ from hf_vanilla.data.corpora import load_translation_corpus
 from hf_vanilla.data.encoding import EncodedPairs, encode_pairs
 from hf_vanilla.tokenization import train_shared_bpe
 from hf_vanilla.training.checkpoints import average_checkpoints, list_checkpoints
-from hf_vanilla.training.loop import train
 from hf_vanilla.training.schedule import inverse_sqrt_lr, paper_optimizer, paper_scheduler
 
-from helpers import run_settings, tiny_model
+from helpers import run_loop, tiny_model
 
 
 def test_learning_rate_follows_the_paper():
@@ -137,31 +134,15 @@ def test_averaging_checkpoints_gives_the_mean_and_a_loadable_model(tmp_path):
     assert float(loaded.lm_head.weight.detach()[5, 5]) == 3.0
 
 
-def tiny_examples() -> EncodedPairs:
-    g = torch.Generator().manual_seed(0)
-    lengths = torch.randint(3, 12, (120,), generator=g).tolist()
-    ids = [torch.randint(4, 1000, (n,), generator=g).tolist() + [2] for n in lengths]
-    return EncodedPairs.from_lists(ids, [list(reversed(x[:-1])) + [2] for x in ids])
-
-
-def run(tmp_path, max_steps, resume=False):
-    set_seed(0)
-    accelerator = Accelerator(cpu=True)
-    tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
-    model = tiny_model().train()
-    result = train(accelerator, model, tokenizer, tiny_examples(), run_settings(max_steps=max_steps), tmp_path, resume)
-    return result, model
-
-
 def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
-    straight = run(tmp_path / "straight", 6)[1]
+    straight = run_loop(tmp_path / "straight", 6)[1]
     interrupted = tmp_path / "interrupted"
-    run(interrupted, 4)
+    run_loop(interrupted, 4)
     # A checkpoint half-written when the run was killed must never be picked up.
     (interrupted / ".tmp-checkpoint-00000006").mkdir()
     (interrupted / "checkpoint-00000008").mkdir()
     assert [p.name for p in list_checkpoints(interrupted)] == ["checkpoint-00000002", "checkpoint-00000004"]
-    result, resumed = run(interrupted, 6, resume=True)
+    result, resumed = run_loop(interrupted, 6, resume=True)
     assert result.steps == 6
     for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name  # bit-identical

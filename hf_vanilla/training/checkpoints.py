@@ -18,10 +18,12 @@ import hashlib
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from accelerate import Accelerator
+from accelerate.utils import gather_object
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch.distributed.checkpoint.state_dict import (
@@ -53,12 +55,31 @@ def gathered_model_state(model) -> dict[str, torch.Tensor]:
 
 
 def save_model_folder(accelerator: Accelerator, model, folder: Path, tokenizer=None) -> None:
-    """The model (gathered from all processes) in Hugging Face format in `folder`, written by the main process."""
+    """The model (gathered from all processes) in Hugging Face format in `folder`, written by the main process. A
+    failed write (disk full, file too large) is a `CheckpointError` on every process."""
     state = gathered_model_state(model)
-    if accelerator.is_main_process:
-        accelerator.unwrap_model(model).save_pretrained(folder, state_dict=state, safe_serialization=True)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(folder)
+    with _agreed(accelerator, f"could not save the model in {folder}"):
+        if accelerator.is_main_process:
+            accelerator.unwrap_model(model).save_pretrained(folder, state_dict=state, safe_serialization=True)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(folder)
+
+
+@contextmanager
+def _agreed(accelerator: Accelerator, what: str):
+    """Runs the block's writes on each process; an OSError on any process (disk full, a file over the size limit)
+    becomes a `CheckpointError` on all of them, after they have all left the block (no process waits alone)."""
+    problem = None
+    try:
+        yield
+    except OSError as error:
+        problem = f"{what}: {error.strerror or error}"
+    except SafetensorError as error:  # safetensors' own writer reports I/O errors so
+        problem = f"{what}: {str(error).removeprefix('Error while serializing: ')}"
+    problems = [problem] if accelerator.num_processes == 1 else gather_object([problem])
+    problems = [message for message in problems if message]
+    if problems:
+        raise CheckpointError(problems[0])
 
 
 def _flatten_optimizer(state: dict) -> tuple[dict[str, torch.Tensor], dict]:
@@ -128,34 +149,43 @@ def save_checkpoint(
     keep_last: int,
 ) -> Path:
     """Writes `checkpoint-STEP` (see the module docstring) atomically and durably, then keeps the newest `keep_last`
-    complete checkpoints. Every process takes part (gathering shards); the main process writes the shared files."""
+    complete checkpoints. Every process takes part (gathering shards); the main process writes the shared files. A
+    failed write removes the unfinished folder and is a `CheckpointError` on every process; the checkpoints saved
+    before are untouched."""
     output_dir = Path(output_dir)
     final = output_dir / f"{PREFIX}{step:08d}"
     temporary = output_dir / f".tmp-{PREFIX}{step:08d}"
     if accelerator.is_main_process and temporary.exists():
         shutil.rmtree(temporary)
     accelerator.wait_for_everyone()
-    save_model_folder(accelerator, model, temporary / MODEL_DIR, tokenizer)
-    optimizer_state = get_optimizer_state_dict(model, _inner(optimizer), options=_full())
+    try:
+        save_model_folder(accelerator, model, temporary / MODEL_DIR, tokenizer)
+        optimizer_state = get_optimizer_state_dict(model, _inner(optimizer), options=_full())
+        with _agreed(accelerator, f"could not save {final.name} in {output_dir}"):
+            if accelerator.is_main_process:
+                tensors, settings = _flatten_optimizer(optimizer_state)
+                save_file(tensors, str(temporary / "optimizer.safetensors"))
+                (temporary / "optimizer.json").write_text(json.dumps(settings))
+                scaler = accelerator.scaler.state_dict() if accelerator.scaler is not None else None
+                scheduler_state = {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
+                full_state = {**state, "step": step, "scheduler": scheduler_state, "scaler": scaler,
+                              "num_processes": accelerator.num_processes}
+                (temporary / STATE_FILE).write_text(json.dumps(full_state, indent=2))
+        with _agreed(accelerator, f"could not save {final.name} in {output_dir}"):  # (no collective inside a block)
+            save_file(_rng_state(), str(temporary / f"rng-{accelerator.process_index}.safetensors"))
+        with _agreed(accelerator, f"could not save {final.name} in {output_dir}"):
+            if accelerator.is_main_process:
+                _write_manifest(temporary)
+                _fsync_tree(temporary)
+                if final.exists():
+                    shutil.rmtree(final)
+                os.replace(temporary, final)
+                _fsync(output_dir)  # the rename itself
+    except CheckpointError as error:
+        if accelerator.is_main_process:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise CheckpointError(f"{error}; the checkpoints saved before are intact") from None
     if accelerator.is_main_process:
-        tensors, settings = _flatten_optimizer(optimizer_state)
-        save_file(tensors, str(temporary / "optimizer.safetensors"))
-        (temporary / "optimizer.json").write_text(json.dumps(settings))
-        scaler = accelerator.scaler.state_dict() if accelerator.scaler is not None else None
-        scheduler_state = {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
-        full_state = {**state, "step": step, "scheduler": scheduler_state, "scaler": scaler,
-                      "num_processes": accelerator.num_processes}
-        (temporary / STATE_FILE).write_text(json.dumps(full_state, indent=2))
-    accelerator.wait_for_everyone()
-    save_file(_rng_state(), str(temporary / f"rng-{accelerator.process_index}.safetensors"))
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        _write_manifest(temporary)
-        _fsync_tree(temporary)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(temporary, final)
-        _fsync(output_dir)  # the rename itself
         for old in list_checkpoints(output_dir)[:-keep_last] if keep_last > 0 else []:
             shutil.rmtree(old)
     accelerator.wait_for_everyone()

@@ -147,6 +147,8 @@ def train(
         if checkpoint is not None:
             progress.load_state_dict(load_checkpoint(accelerator, checkpoint, model, optimizer, scheduler))
             logger.info(f"Resumed from {checkpoint} at update {progress.step}", main_process_only=True)
+            if accelerator.is_main_process:
+                _truncate_log(output_dir / "train_log.jsonl", progress.step)
         else:
             logger.info(f"No complete checkpoint in {output_dir}: starting from scratch", main_process_only=True)
 
@@ -260,3 +262,19 @@ def train(
         best_valid_loss=progress.best_valid_loss,
         stopped_by_signal=signals.received,
     )
+
+
+def _truncate_log(log_file: Path, step: int) -> None:
+    """Drops the log lines of updates after `step` (written by a run killed after its last checkpoint): the resumed
+    run logs them again."""
+    if log_file.is_file():
+        lines = [line for line in log_file.read_text().splitlines() if line.strip()]
+        kept = [line for line in lines if _logged_step(line) <= step]
+        log_file.write_text("".join(line + "\n" for line in kept))
+
+
+def _logged_step(line: str) -> int:
+    try:
+        return int(json.loads(line).get("step", 0))
+    except ValueError:  # a line cut short by a kill
+        return 1 << 62

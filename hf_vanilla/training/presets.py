@@ -61,6 +61,11 @@ WMT_PRESETS = {
         model_preset="demo", vocab_size=4000, tokens_per_step=2000, warmup_steps=400, max_steps=2400,
         average_last=3, save_every=100, eval_every=600, lr_scale=0.5, max_source_words=16, max_train_source_words=32,
     ),
+    # For tests of the recipe itself (kills, resumes, launches): the tiny model, seconds an update on a CPU.
+    "tiny": TrainingPreset(
+        model_preset="tiny", vocab_size=1000, tokens_per_step=1000, warmup_steps=10, max_steps=12, average_last=2,
+        save_every=3, eval_every=6, max_source_words=16,
+    ),
 }
 
 

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import platform
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,8 @@ def run_recipe(main: Callable, args, name: str):
     """Runs a recipe's `main(args)`; an error the user can fix ends every process with one line on stderr (printed
     by the first process only) and exit status 1."""
     first_process = os.environ.get("RANK", "0") == "0"
+    if hasattr(signal, "SIGXFSZ"):  # a file over the size limit: an OSError (handled) rather than a silent death
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     logging.basicConfig(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S",
         level=logging.INFO if first_process else logging.WARNING,
@@ -163,6 +166,20 @@ def training_examples(
         main_process_only=True,
     )
     return examples
+
+
+def interrupted(accelerator: Accelerator, training: TrainingResult, output_dir: Path) -> bool:
+    """Whether a stop signal ended training (its checkpoint saved): the run then stops without averaging or
+    evaluating, so that a preempted job exits quickly, and `--resume` continues it."""
+    if training.stopped_by_signal is None:
+        return False
+    logger.warning(
+        f"{training.stopped_by_signal} received: stopped after update {training.steps}, checkpoint saved in "
+        f"{output_dir}; run the same command with --resume to continue",
+        main_process_only=True,
+    )
+    accelerator.end_training()
+    return True
 
 
 def average_final(accelerator: Accelerator, output_dir: Path, average_last: int) -> tuple[Path, list[str]]:

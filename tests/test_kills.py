@@ -1,0 +1,136 @@
+"""Nothing is lost when a run is killed: real recipe processes (the tiny preset on the shared WMT sample) are killed
+with SIGKILL at random moments — during an update, while a checkpoint is being saved, while the tokenizer is written,
+while checkpoints are averaged — and resumed with --resume until they finish; the final weights are then
+bit-identical to those of a run never interrupted, for 1 process and for 2 gloo processes. SIGTERM and SIGINT save a
+checkpoint at the next update and exit cleanly."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from helpers import RECIPES, WMT_SAMPLE, require
+
+LAUNCHERS = {1: ["--cpu", "--num_processes", "1"], 2: ["--multi_gpu", "--num_processes", "2"]}
+
+
+def recipe_flags(output_dir: Path) -> list[str]:
+    return ["--preset", "tiny", "--dataset", str(require(WMT_SAMPLE)), "--moses-detokenize", "--eval-split",
+            "validation", "--eval-sentences", "2", "--num-beams", "1", "--log-every", "1", "--output-dir",
+            str(output_dir)]
+
+
+def environment() -> dict:
+    # One thread a process: the same arithmetic in every run, whatever else the machine does.
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def launch(output_dir: Path, processes: int, resume: bool) -> subprocess.Popen:
+    """The recipe under `accelerate launch`, in its own process group, its output in a file beside `output_dir`."""
+    command = ["accelerate", "launch", *LAUNCHERS[processes], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir)]
+    log = output_dir.parent / f"{output_dir.name}.log"
+    with log.open("a") as handle:
+        return subprocess.Popen(
+            command + (["--resume"] if resume else []), stdout=handle, stderr=subprocess.STDOUT, env=environment(),
+            start_new_session=True,
+        )
+
+
+def output_of(output_dir: Path) -> str:
+    return (output_dir.parent / f"{output_dir.name}.log").read_text()[-3000:]
+
+
+def logged_updates(output_dir: Path) -> int:
+    log = output_dir / "train_log.jsonl"
+    return sum(1 for line in log.read_text().splitlines() if '"loss"' in line) if log.exists() else 0
+
+
+# Each moment makes a condition on the output folder, polled every few milliseconds; the run is killed when it holds.
+MOMENTS = {
+    "while the tokenizer is written": lambda: lambda out: (out / ".tmp-tokenizer").exists(),
+    "during an update": lambda: (lambda after: lambda out: logged_updates(out) >= after)(random.randint(1, 11)),
+    "while a checkpoint is saved": lambda: lambda out: any(out.glob(".tmp-checkpoint-*")),
+    "while checkpoints are averaged": lambda: lambda out: (out / "final").exists(),
+}
+
+
+def run_killed_at(output_dir: Path, processes: int, moments: list[str], timeout: float = 900) -> list[str]:
+    """Runs the recipe until it completes, killing it (SIGKILL to the whole process group) at each moment in turn and
+    resuming it; a moment that does not come before the run completes is not hit. Returns the moments hit."""
+    hit = []
+    for moment in moments + [None]:
+        process = launch(output_dir, processes, resume=bool(hit))
+        condition = MOMENTS[moment]() if moment else None
+        deadline = time.monotonic() + timeout
+        while process.poll() is None:
+            if time.monotonic() > deadline:
+                os.killpg(process.pid, signal.SIGKILL)
+                pytest.fail(f"the run did not finish in {timeout} s")
+            if condition is not None and condition(output_dir):
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                break
+            time.sleep(0.003)
+        else:
+            assert process.returncode == 0, output_of(output_dir)
+            return hit  # completed
+        hit.append(moment)
+    raise AssertionError("unreachable: the last launch has no moment to be killed at")
+
+
+def final_weights(output_dir: Path) -> dict:
+    return load_file(str(output_dir / "final" / "model.safetensors"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_killed_at_random_moments_and_resumed_ends_bit_identical(processes, tmp_path):
+    seed = int(os.environ.get("HF_VANILLA_KILL_SEED", time.time_ns() % 10_000))
+    random.seed(seed)
+    straight = tmp_path / "straight"
+    assert run_killed_at(straight, processes, []) == []
+    moments = list(MOMENTS) + random.sample(list(MOMENTS)[1:3], 2)
+    interrupted = tmp_path / "interrupted"
+    hit = run_killed_at(interrupted, processes, moments)
+    print(f"\n{processes} process(es), seed {seed}: {len(hit)} kills, at: {'; '.join(hit)}")
+    assert len(hit) >= 3, hit
+    reference, resumed = final_weights(straight), final_weights(interrupted)
+    assert reference.keys() == resumed.keys()
+    for name, tensor in reference.items():
+        assert (tensor == resumed[name]).all(), name  # bit-identical
+    results = [json.loads((folder / "results.json").read_text()) for folder in (straight, interrupted)]
+    assert results[0]["sacrebleu"] == results[1]["sacrebleu"] and results[0]["steps"] == results[1]["steps"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_saves_at_the_next_update_and_exits_cleanly(stop, tmp_path):
+    output_dir = tmp_path / "run"
+    log = tmp_path / "run.log"
+    with log.open("w") as handle:
+        process = subprocess.Popen(
+            [sys.executable, str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), "--max-steps", "1000",
+             "--save-every", "1000"],
+            stdout=subprocess.DEVNULL, stderr=handle, env=environment(),
+        )
+    deadline = time.monotonic() + 600
+    while logged_updates(output_dir) < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    sent = time.monotonic()
+    process.send_signal(stop)
+    process.wait(timeout=120)
+    stderr = log.read_text()
+    print(f"\n{stop.name}: exited {time.monotonic() - sent:.1f} s after the signal")
+    assert process.returncode == 0, stderr[-3000:]
+    assert f"{stop.name} received: stopped after update" in stderr and "--resume" in stderr
+    (checkpoint,) = output_dir.glob("checkpoint-*")
+    step = json.loads((checkpoint / "trainer_state.json").read_text())["step"]
+    assert 2 <= step < 1000 and step == logged_updates(output_dir)
+    assert not (output_dir / "results.json").exists()  # a preempted run stops; --resume finishes it
