@@ -476,6 +476,9 @@ class VanillaTransformerModel(VanillaPreTrainedModel):
         }
         self.encoder = VanillaEncoder(config)
         self.decoder = VanillaDecoder(config)
+        if config.tie_word_embeddings:
+            # The same module, not only the same matrix: FSDP then keeps the matrix in one group.
+            self.encoder.embed_tokens = self.decoder.embed_tokens = self.shared
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:

@@ -1,5 +1,5 @@
 """Nothing is lost when a run is killed: real recipe processes (the tiny preset on the shared WMT sample) are killed
-with SIGKILL at random moments — during an update, while a checkpoint is being saved, while the tokenizer is written,
+with SIGKILL at random moments — before the first update, during an update, while a checkpoint is being saved,
 while checkpoints are averaged — and resumed with --resume until they finish; the final weights are then
 bit-identical to those of a run never interrupted, for 1 process and for 2 gloo processes. SIGTERM and SIGINT save a
 checkpoint at the next update and exit cleanly."""
@@ -14,11 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors.torch import load_file
 
 from helpers import RECIPES, WMT_SAMPLE, require
 
-LAUNCHERS = {1: ["--cpu", "--num_processes", "1"], 2: ["--multi_gpu", "--num_processes", "2"]}
+TESTS = Path(__file__).resolve().parent
+LAUNCHERS = {  # processes (or "fsdp": 2 processes, the model sharded by FSDP2) -> the command before the recipe
+    1: ["accelerate", "launch", "--cpu", "--num_processes", "1"],
+    2: ["accelerate", "launch", "--multi_gpu", "--num_processes", "2"],
+    "fsdp": ["torchrun", "--nproc_per_node", "2", str(TESTS / "fsdp_on_cpu.py")],
+}
 
 
 def recipe_flags(output_dir: Path) -> list[str]:
@@ -32,9 +38,9 @@ def environment() -> dict:
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-def launch(output_dir: Path, processes: int, resume: bool) -> subprocess.Popen:
-    """The recipe under `accelerate launch`, in its own process group, its output in a file beside `output_dir`."""
-    command = ["accelerate", "launch", *LAUNCHERS[processes], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir)]
+def launch(output_dir: Path, processes: int | str, resume: bool) -> subprocess.Popen:
+    """The recipe under its launcher, in its own process group, its output in a file beside `output_dir`."""
+    command = [*LAUNCHERS[processes], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir)]
     log = output_dir.parent / f"{output_dir.name}.log"
     with log.open("a") as handle:
         return subprocess.Popen(
@@ -54,7 +60,7 @@ def logged_updates(output_dir: Path) -> int:
 
 # Each moment makes a condition on the output folder, polled every few milliseconds; the run is killed when it holds.
 MOMENTS = {
-    "while the tokenizer is written": lambda: lambda out: (out / ".tmp-tokenizer").exists(),
+    "before the first update": lambda: lambda out: (out / "tokenizer").exists() and not logged_updates(out),
     "during an update": lambda: (lambda after: lambda out: logged_updates(out) >= after)(random.randint(1, 11)),
     "while a checkpoint is saved": lambda: lambda out: any(out.glob(".tmp-checkpoint-*")),
     "while checkpoints are averaged": lambda: lambda out: (out / "final").exists(),
@@ -90,7 +96,7 @@ def final_weights(output_dir: Path) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("processes", [1, 2, "fsdp"])
 def test_killed_at_random_moments_and_resumed_ends_bit_identical(processes, tmp_path):
     seed = int(os.environ.get("HF_VANILLA_KILL_SEED", time.time_ns() % 10_000))
     random.seed(seed)
@@ -107,6 +113,23 @@ def test_killed_at_random_moments_and_resumed_ends_bit_identical(processes, tmp_
         assert (tensor == resumed[name]).all(), name  # bit-identical
     results = [json.loads((folder / "results.json").read_text()) for folder in (straight, interrupted)]
     assert results[0]["sacrebleu"] == results[1]["sacrebleu"] and results[0]["steps"] == results[1]["steps"]
+    assert results[0]["distributed_type"] == ("FSDP" if processes == "fsdp" else "NO" if processes == 1 else "MULTI_CPU")
+
+
+@pytest.mark.slow
+def test_fsdp_training_computes_what_ddp_computes(tmp_path):
+    """The same run with the model sharded by FSDP2 and replicated by DDP (2 processes each): the same updates up
+    to floating-point order."""
+    runs = {kind: tmp_path / str(kind) for kind in ("fsdp", 2)}
+    for kind, folder in runs.items():
+        run_killed_at(folder, kind, [])
+    sharded, replicated = final_weights(runs["fsdp"]), final_weights(runs[2])
+    for name, tensor in replicated.items():
+        torch.testing.assert_close(sharded[name], tensor, rtol=1e-4, atol=1e-5, msg=name)
+    logs = [[json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
+            for folder in runs.values()]
+    losses = [[entry["loss"] for entry in log if "loss" in entry] for log in logs]
+    assert losses[0] == pytest.approx(losses[1], abs=1e-3)
 
 
 @pytest.mark.slow

@@ -30,7 +30,6 @@ from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
     get_optimizer_state_dict,
-    set_model_state_dict,
     set_optimizer_state_dict,
 )
 
@@ -270,8 +269,7 @@ def load_checkpoint(accelerator: Accelerator, checkpoint: Path, model, optimizer
             f"{checkpoint.name} was written by {state['num_processes']} processes; resuming it with "
             f"{accelerator.num_processes} would change the batches: launch {state['num_processes']} processes"
         )
-    weights = load_file(str(checkpoint / MODEL_DIR / WEIGHTS))
-    set_model_state_dict(model, weights, options=StateDictOptions(full_state_dict=True, strict=False))
+    load_full_weights(accelerator.unwrap_model(model), load_file(str(checkpoint / MODEL_DIR / WEIGHTS)))
     settings = json.loads((checkpoint / "optimizer.json").read_text())
     optimizer_state = _unflatten_optimizer(load_file(str(checkpoint / "optimizer.safetensors")), settings)
     set_optimizer_state_dict(model, _inner(optimizer), optimizer_state, options=StateDictOptions(full_state_dict=True))
@@ -282,6 +280,22 @@ def load_checkpoint(accelerator: Accelerator, checkpoint: Path, model, optimizer
     if rng_file.is_file():
         _set_rng_state(load_file(str(rng_file)))
     return state
+
+
+@torch.no_grad()
+def load_full_weights(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> None:
+    """Copies full (unsharded) `weights`, saved with one name per tied matrix, into `model`'s parameters, each
+    process keeping its own shard of a parameter that FSDP2 sharded (a DTensor)."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    missing = [name for name, _ in model.named_parameters() if name not in weights]
+    if missing:
+        raise CheckpointError(f"the checkpoint's weights lack {', '.join(missing[:3])}")
+    for name, parameter in model.named_parameters():  # one name per tied matrix, the one saved
+        full = weights[name].to(parameter.device, parameter.dtype)
+        if isinstance(parameter, DTensor):
+            full = distribute_tensor(full, parameter.device_mesh, parameter.placements)
+        parameter.copy_(full)
 
 
 def average_checkpoints(checkpoints: list[Path], output: Path) -> Path:

@@ -221,6 +221,7 @@ def results_record(
         "preset": args.preset,
         "training_preset": settings.as_dict(),
         "num_processes": accelerator.num_processes,
+        "distributed_type": accelerator.distributed_type.value,
         "mixed_precision": accelerator.mixed_precision,
         "device": str(accelerator.device),
         "hardware": hardware_description(accelerator),

@@ -1,0 +1,31 @@
+"""Runs a recipe as a torchrun worker with its model sharded by FSDP2 on the CPU (gloo). Accelerate offers FSDP only
+with accelerators; for the tests, this switches the CPU process group it creates to FSDP before the recipe prepares
+its model, so that the recipe's own FSDP code paths (sharded training, gathered checkpoints, resume, averaging,
+evaluation) run on a machine without a GPU.
+
+    torchrun --nproc_per_node 2 tests/fsdp_on_cpu.py recipes/wmt_ende.py --preset tiny ...
+"""
+
+import runpy
+import sys
+
+from accelerate.state import AcceleratorState
+from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+
+_initialise = AcceleratorState.__init__
+
+
+def _initialise_with_fsdp(self, *args, **kwargs):
+    _initialise(self, *args, **kwargs)
+    if self.distributed_type == DistributedType.MULTI_CPU:
+        self.distributed_type = DistributedType.FSDP
+        self.fsdp_plugin = FullyShardedDataParallelPlugin(
+            fsdp_version=2, auto_wrap_policy="transformer_based_wrap",
+            transformer_cls_names_to_wrap=["VanillaEncoderLayer", "VanillaDecoderLayer"],
+        )
+
+
+if __name__ == "__main__":
+    AcceleratorState.__init__ = _initialise_with_fsdp
+    sys.argv = sys.argv[1:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
