@@ -5,8 +5,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from helpers import NLTK_DATA, WMT_SAMPLE, recipe, require, train_reversal_model
+
+# Property tests draw new inputs on every run (a failure prints the seed and a @reproduce_failure blob);
+# HYPOTHESIS_PROFILE=ci draws the same inputs on every run, for a CI whose result must not change without a commit.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("default", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture
