@@ -34,14 +34,15 @@ class Tree:
         stack: list[tuple[Tree, bool]] = [(self, False)]
         while stack:
             node, closing = stack.pop()
+            children = node.children
             if closing:
                 yield "close", node
-            elif node.is_preterminal:
+            elif len(children) == 1 and isinstance(children[0], str):  # is_preterminal, inlined: the hot loop
                 yield "leaf", node
             else:
                 yield "open", node
                 stack.append((node, True))
-                stack.extend((child, False) for child in reversed(node.children))
+                stack.extend([(child, False) for child in reversed(children)])
 
     def words(self) -> list[str]:
         return [node.children[0] for event, node in self.walk() if event == "leaf"]
