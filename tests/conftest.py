@@ -47,8 +47,8 @@ def wmt_run(tmp_path_factory) -> tuple[Path, dict]:
     wmt_ende = recipe("wmt_ende")
     output_dir = tmp_path_factory.mktemp("wmt_run")
     args = wmt_ende.Arguments(
-        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir), max_steps=4,
-        max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1,
+        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir),
+        max_steps=4, max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1,
     )
     return output_dir, wmt_ende.main(args)
 
