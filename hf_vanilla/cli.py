@@ -1,9 +1,15 @@
 """The `hf-vanilla` command line."""
 
 import argparse
+import codecs
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+
+
+def _fail(message: str) -> SystemExit:
+    return SystemExit(f"hf-vanilla: {message}")
 
 
 def _average(args: argparse.Namespace) -> None:
@@ -22,11 +28,61 @@ def _average(args: argparse.Namespace) -> None:
     print(f"averaged {len(chosen)} checkpoints ({', '.join(p.name for p in chosen)}) into {output}")
 
 
-def _read_lines(path: str) -> list[str]:
+# Warnings list the numbers of the first lines they concern, then how many more.
+MAX_LISTED_LINES = 10
+
+
+def split_lines(data: bytes) -> tuple[list[str], list[int]]:
+    """Input bytes as lines: split at "\n" only, as `wc -l` counts (`str.splitlines` also splits at \r, \v, \f,
+    \x1c-\x1e, \x85, \u2028 and \u2029, and the output would no longer match the input line for line), with a
+    byte-order mark at the start and a "\r" before each "\n" dropped. Undecodable bytes become U+FFFD; returns the
+    lines and the numbers (from 1) of the lines that held any."""
+    pieces = data.removeprefix(codecs.BOM_UTF8).split(b"\n")
+    if pieces[-1] == b"":
+        pieces.pop()  # the newline that ends the last line starts no new one
+    lines, undecodable = [], []
+    for number, piece in enumerate(pieces, 1):
+        piece = piece.removesuffix(b"\r")
+        try:
+            lines.append(piece.decode("utf-8"))
+        except UnicodeDecodeError:
+            lines.append(piece.decode("utf-8", errors="replace"))
+            undecodable.append(number)
+    return lines, undecodable
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that any reader takes for a line break (those of `str.splitlines`) made a space,
+    so that an output is always exactly one line."""
+    return " ".join(text.splitlines())
+
+
+def _write_lines(lines: Iterable[str]) -> None:
+    """`lines` on stdout in UTF-8, as the input is read, whatever the locale's encoding."""
+    sys.stdout.buffer.write("".join(line + "\n" for line in lines).encode("utf-8"))
+    sys.stdout.buffer.flush()
+
+
+def _warn_lines(where: str, numbers: list[int], problem: str) -> None:
+    """One line on stderr naming the input lines that have `problem`."""
+    if not numbers:
+        return
+    listed = ", ".join(str(n) for n in numbers[:MAX_LISTED_LINES])
+    if len(numbers) > MAX_LISTED_LINES:
+        listed += f" and {len(numbers) - MAX_LISTED_LINES} more"
+    print(f"hf-vanilla: warning: {where} line{'s' * (len(numbers) > 1)} {listed}: {problem}", file=sys.stderr)
+
+
+def _read_lines(path: str | None) -> list[str]:
+    """The lines of a file, or of stdin when `path` is None (see `split_lines`); undecodable bytes are replaced with
+    a warning naming the lines."""
     try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
+        data = Path(path).read_bytes() if path else sys.stdin.buffer.read()
     except OSError as error:
-        raise SystemExit(f"hf-vanilla: cannot read {path}: {error.strerror}")
+        raise _fail(f"cannot read {path}: {error.strerror}") from None
+    lines, undecodable = split_lines(data)
+    _warn_lines(path or "stdin", undecodable, "not UTF-8; the undecodable bytes were replaced with U+FFFD")
+    return lines
 
 
 def _score_bleu(args: argparse.Namespace) -> None:
@@ -37,7 +93,7 @@ def _score_bleu(args: argparse.Namespace) -> None:
         score, signature = sacrebleu_score(hypotheses, references)
         tokenized = tokenized_bleu(hypotheses, references, args.lang)
     except ValueError as error:
-        raise SystemExit(f"hf-vanilla: {error}")
+        raise _fail(str(error)) from None
     print(json.dumps({"sacrebleu": score, "sacrebleu_signature": signature, "tokenized_bleu": tokenized}))
 
 
@@ -47,11 +103,7 @@ def _score_evalb(args: argparse.Namespace) -> None:
     try:
         print(json.dumps(evalb(_read_lines(args.gold), _read_lines(args.predicted))))
     except ValueError as error:
-        raise SystemExit(f"hf-vanilla: {error}")
-
-
-def _fail(message: str) -> SystemExit:
-    return SystemExit(f"hf-vanilla: {message}")
+        raise _fail(str(error)) from None
 
 
 def _load(model_name: str):
@@ -68,41 +120,40 @@ def _load(model_name: str):
         model = AutoModelForSeq2SeqLM.from_pretrained(model_name)
         tokenizer = AutoTokenizer.from_pretrained(model_name)
     except (OSError, ValueError) as error:
-        raise _fail(f"cannot load model {model_name!r}: {str(error).splitlines()[0]}")
+        raise _fail(f"cannot load model {model_name!r}: {str(error).splitlines()[0]}") from None
     device = "cuda" if torch.cuda.is_available() else "cpu"
     return model.to(device).eval(), tokenizer
 
 
-def _input_lines(args: argparse.Namespace) -> list[str]:
-    """The input sentences, one a line (an empty line stays empty)."""
-    return _read_lines(args.input) if args.input else sys.stdin.read().splitlines()
+def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> list[str]:
+    """`texts` with those over --max-input-tokens made empty (an empty output line), with a warning naming them."""
+    limit = args.max_input_tokens
+    lengths = [len(tokenizer(text)["input_ids"]) if text.strip() else 0 for text in texts]
+    long = [number for number, length in enumerate(lengths, 1) if length > limit]
+    _warn_lines(args.input or "stdin", long, f"over --max-input-tokens {limit} tokens; skipped (empty output line)")
+    return ["" if length > limit else text for text, length in zip(texts, lengths)]
 
 
-def _check_lengths(args: argparse.Namespace, lines: list[str], tokenizer) -> None:
-    """Over-long lines are an error naming the line."""
-    for number, line in enumerate(lines, 1):
-        length = len(tokenizer(line)["input_ids"]) if line.strip() else 0
-        if length > args.max_input_tokens:
-            where = args.input or "stdin"
-            raise _fail(
-                f"{where} line {number} has {length} tokens, more than --max-input-tokens {args.max_input_tokens}"
-            )
+def _ptb_word(word: str) -> str:
+    """A word as the Penn Treebank writes it: brackets, which would break the output tree, as -LRB- and -RRB-."""
+    return word.replace("(", "-LRB-").replace(")", "-RRB-")
 
 
 def _decoding_flags(args: argparse.Namespace) -> dict:
-    return {k: v for k, v in {"num_beams": args.num_beams, "length_penalty": args.length_penalty}.items() if v is not None}
+    flags = {"num_beams": args.num_beams, "length_penalty": args.length_penalty}
+    return {name: value for name, value in flags.items() if value is not None}
 
 
 def _translate(args: argparse.Namespace) -> None:
     from .decoding import generate_texts
 
-    lines = _input_lines(args)
+    lines = _read_lines(args.input)
     model, tokenizer = _load(args.model)
-    _check_lengths(args, lines, tokenizer)
+    lines = _skip_long_lines(args, lines, tokenizer)
     outputs = generate_texts(
         model, tokenizer, lines, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args)
     )
-    sys.stdout.write("".join(output + "\n" for output in outputs))
+    _write_lines(one_line(output) for output in outputs)
 
 
 def _parse(args: argparse.Namespace) -> None:
@@ -110,23 +161,22 @@ def _parse(args: argparse.Namespace) -> None:
     from .parsing.grammar import tree_grammar_for
     from .parsing.linearization import tree_from_output
 
-    lines = _input_lines(args)
+    lines = _read_lines(args.input)
     model, tokenizer = _load(args.model)
     if model.config.decoding != "parsing":
         raise _fail(f"{args.model} is a {model.config.decoding} model, not a parser; use `hf-vanilla translate`")
-    _check_lengths(args, lines, tokenizer)
-    sentences = [" ".join(line.split()) for line in lines]
+    sentences = _skip_long_lines(args, [" ".join(_ptb_word(w) for w in line.split()) for line in lines], tokenizer)
     leaves = model.config.tree_leaves
     try:
         grammar = tree_grammar_for(tokenizer, leaves) if args.tree_grammar else None
     except ValueError as error:
-        raise _fail(f"{args.model}: {error} Decode with --no-tree-grammar.")
+        raise _fail(f"{args.model}: {error} Decode with --no-tree-grammar.") from None
     outputs = generate_texts(
         model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), processors_for_batch=grammar,
         **_decoding_flags(args),
     )
     trees = [tree_from_output(output, s.split(), leaves) if s else "" for s, output in zip(sentences, outputs)]
-    sys.stdout.write("".join(tree + "\n" for tree in trees))
+    _write_lines(trees)
 
 
 def _push(args: argparse.Namespace) -> None:
@@ -140,7 +190,7 @@ def _push(args: argparse.Namespace) -> None:
             return
         print(f"published {args.repo_id}: {push_model_folder(folder, args.repo_id, private=args.private)}")
     except (CardError, PublishError) as error:
-        raise _fail(str(error))
+        raise _fail(str(error)) from None
 
 
 def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
@@ -149,15 +199,24 @@ def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--num-beams", type=int, help="Beam size (default: the model's, i.e. the paper's).")
     command.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
     command.add_argument("--batch-tokens", type=int, default=4000, help="Source tokens per decoding batch.")
-    command.add_argument("--max-input-tokens", type=int, default=1024, help="Longer input lines are an error.")
+    command.add_argument(
+        "--max-input-tokens", type=int, default=1024,
+        help="Longer input lines are skipped (an empty output line) with a warning naming them.",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer.")
+    parser = argparse.ArgumentParser(
+        prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     average = commands.add_parser("average-checkpoints", help="Average checkpoints into a loadable model folder.")
-    average.add_argument("run_dir", nargs="?", default=".", help="A recipe's output folder (its checkpoint-* folders).")
-    average.add_argument("--last", type=int, default=5, help="Average the newest N complete checkpoints (paper: 5 base, 20 big).")
+    average.add_argument(
+        "run_dir", nargs="?", default=".", help="A recipe's output folder (its checkpoint-* folders)."
+    )
+    average.add_argument(
+        "--last", type=int, default=5, help="Average the newest N complete checkpoints (paper: 5 base, 20 big)."
+    )
     average.add_argument("--checkpoints", nargs="+", help="Explicit checkpoint or model folders instead.")
     average.add_argument("--output", required=True, help="Folder for the averaged model.")
     average.set_defaults(run=_average)
@@ -173,14 +232,18 @@ def build_parser() -> argparse.ArgumentParser:
     translate = commands.add_parser("translate", help="Translate sentences (stdin or --input) to stdout, one a line.")
     _add_decoding_arguments(translate)
     translate.set_defaults(run=_translate)
-    parse = commands.add_parser("parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed.")
+    parse = commands.add_parser(
+        "parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed."
+    )
     _add_decoding_arguments(parse)
     parse.add_argument(
         "--no-tree-grammar", dest="tree_grammar", action="store_false",
         help="Decode freely, as the paper did (default: only well-formed trees over the input words).",
     )
     parse.set_defaults(run=_parse)
-    push = commands.add_parser("push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it.")
+    push = commands.add_parser(
+        "push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it."
+    )
     push.add_argument("folder", help="A recipe's output folder, or a model folder holding its results.json.")
     push.add_argument("repo_id", help="The Hub repository, e.g. user/transformer-base-wmt14-ende.")
     push.add_argument("--private", action="store_true")

@@ -25,7 +25,9 @@ def train_shared_bpe(
     whitespace_only: bool = False,
 ) -> PreTrainedTokenizerFast:
     """Learns one byte-level BPE vocabulary from source and target text together. Byte-level pieces cover every
-    string, so `decode(encode(x)) == x` for any text; every encoded sequence ends with `</s>`.
+    string, so `decode(encode(x), skip_special_tokens=True) == x` for any text, the special tokens' own spellings
+    (`</s>`, ...) included; every encoded sequence ends with `</s>`. The one exception is a Python string that is not
+    Unicode text: a lone surrogate (e.g. "\ud800", which no UTF-8 file can hold) is a TypeError from `tokenizers`.
 
     Merges never cross a pre-token boundary: by default GPT-2's (letters, digits and punctuation apart); with
     `whitespace_only`, the whitespace-separated pieces, for text that is tokenized already, such as treebank words
@@ -55,12 +57,16 @@ def train_shared_bpe(
     tokenizer.post_processor = processors.Sequence(
         [
             processors.ByteLevel(trim_offsets=False),
-            processors.TemplateProcessing(single=f"$A {EOS}", pair=f"$A {EOS} $B {EOS}", special_tokens=[(EOS, eos_id)]),
+            processors.TemplateProcessing(
+                single=f"$A {EOS}", pair=f"$A {EOS} $B {EOS}", special_tokens=[(EOS, eos_id)]
+            ),
         ]
     )
+    # split_special_tokens: "</s>" in a text is those five characters, never the special token (which
+    # skip_special_tokens would then drop from the decoding).
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK,
-        clean_up_tokenization_spaces=False,
+        clean_up_tokenization_spaces=False, split_special_tokens=True,
     )
 
 

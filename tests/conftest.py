@@ -5,8 +5,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from helpers import NLTK_DATA, WMT_SAMPLE, recipe, require, train_reversal_model
+
+# Property tests draw new inputs on every run (a failure prints the seed and a @reproduce_failure blob);
+# HYPOTHESIS_PROFILE=ci draws the same inputs on every run, for a CI whose result must not change without a commit.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("default", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture
@@ -41,9 +48,9 @@ def wmt_run(tmp_path_factory) -> tuple[Path, dict]:
     wmt_ende = recipe("wmt_ende")
     output_dir = tmp_path_factory.mktemp("wmt_run")
     args = wmt_ende.Arguments(
-        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir), max_steps=4,
-        max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1, eval_every=2,
-        eval_metric_sentences=2,
+        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir),
+        max_steps=4, max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1,
+        eval_every=2, eval_metric_sentences=2,
     )
     return output_dir, wmt_ende.main(args)
 

@@ -49,8 +49,8 @@ def test_translate_matches_generate_keeps_line_count_and_reads_files(wmt_run, tm
 
     final = wmt_run[0] / "final"
     sentences = ["The house is small.", "", "I saw the man with the telescope yesterday."]
-    result = subprocess.run([sys.executable, "-m", "hf_vanilla.cli", "translate", str(final)], input="\n".join(sentences) + "\n",
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-m", "hf_vanilla.cli", "translate", str(final)],
+                            input="\n".join(sentences) + "\n", capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.split("\n")[:-1]
     assert len(lines) == 3 and lines[1] == ""
@@ -76,11 +76,24 @@ def test_translate_errors_are_one_line(wmt_run, tmp_path):
     ):
         result = hf_vanilla(*args)
         assert result.returncode != 0 and "Traceback" not in result.stderr
-        assert result.stderr.strip().splitlines() == [result.stderr.strip()] and result.stderr.startswith("hf-vanilla: ")
+        assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+        assert result.stderr.startswith("hf-vanilla: ")
         assert expected in result.stderr, result.stderr
-    (tmp_path / "long.txt").write_text("short\n" + "word " * 50 + "\n")
-    result = hf_vanilla("translate", final, "--input", str(tmp_path / "long.txt"), "--max-input-tokens", "20")
-    assert result.returncode != 0 and "line 2 has" in result.stderr and "--max-input-tokens 20" in result.stderr
+
+
+def test_an_over_long_line_is_skipped_with_a_warning_naming_it(wmt_run, tmp_path):
+    (tmp_path / "long.txt").write_text("short\n" + "word " * 50 + "\nshort too\n")
+    result = hf_vanilla(
+        "translate", str(wmt_run[0] / "final"), "--input", str(tmp_path / "long.txt"), "--max-input-tokens", "20"
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""  # three lines, each ended by "\n"
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("hf-vanilla: warning:")]
+    assert warnings == [
+        f"hf-vanilla: warning: {tmp_path / 'long.txt'} line 2: over --max-input-tokens 20 tokens; skipped (empty "
+        "output line)"
+    ]
 
 
 def test_parse_always_gives_well_formed_trees_over_the_input_words(parse_run):

@@ -25,22 +25,19 @@ def _brackets(tree: Tree, ignored: set[int]) -> Counter:
     in `ignored`), without preterminals and deleted labels."""
     brackets: Counter = Counter()
     position = counted = 0
-
-    def walk(node: Tree) -> None:
-        nonlocal position, counted
-        if node.is_preterminal:
+    starts = []  # the counted words before each open constituent
+    for event, node in tree.walk():
+        if event == "leaf":
             counted += position not in ignored
             position += 1
-            return
-        start = counted
-        for child in node.children:
-            walk(child)
-        label = strip_label(node.label)
-        label = EVALB_EQUAL_LABELS.get(label, label)
-        if label not in EVALB_DELETED_LABELS and counted > start:
-            brackets[(label, start, counted)] += 1
-
-    walk(tree)
+        elif event == "open":
+            starts.append(counted)
+        else:
+            start = starts.pop()
+            label = strip_label(node.label)
+            label = EVALB_EQUAL_LABELS.get(label, label)
+            if label not in EVALB_DELETED_LABELS and counted > start:
+                brackets[(label, start, counted)] += 1
     return brackets
 
 

@@ -14,11 +14,18 @@ def strip_label(label: str) -> str:
     return re.split(r"[-=]", label)[0] or label
 
 
-def _clean(node: Tree) -> Tree | None:
-    if node.is_preterminal:
-        return None if node.label == "-NONE-" else Tree(node.label, list(node.children))
-    children = [c for c in (_clean(child) for child in node.children) if c is not None]
-    return Tree(strip_label(node.label), children) if children else None
+def _clean(tree: Tree) -> Tree | None:
+    """`tree` without -NONE- elements and the constituents they leave empty, labels stripped (any depth)."""
+    kept: list[list[Tree]] = [[]]  # the kept children of each open constituent
+    for event, node in tree.walk():
+        if event == "open":
+            kept.append([])
+        elif event == "leaf":
+            if node.label != "-NONE-":
+                kept[-1].append(Tree(node.label, list(node.children)))
+        elif children := kept.pop():
+            kept[-1].append(Tree(strip_label(node.label), children))
+    return kept[0][0] if kept[0] else None
 
 
 def preprocess(tree: str) -> str:

@@ -11,21 +11,33 @@ def linearize(tree: str, with_pos: bool = False, with_words: bool = False) -> st
     if with_pos and with_words:
         raise ValueError("linearize: with_pos and with_words exclude each other.")
 
-    def walk(node: Tree) -> list[str]:
-        if node.is_preterminal:
-            return [node.children[0] if with_words else node.label if with_pos else PLACEHOLDER]
-        return [f"({node.label}"] + [t for c in node.children for t in walk(c)] + [f"){node.label}"]
+    symbols = {
+        "open": lambda node: f"({node.label}",
+        "close": lambda node: f"){node.label}",
+        "leaf": lambda node: node.children[0] if with_words else node.label if with_pos else PLACEHOLDER,
+    }
+    return " ".join(symbols[event](node) for event, node in parse_tree(tree).walk())
 
-    return " ".join(walk(parse_tree(tree)))
+
+def _without_brackets(symbol: str) -> str:
+    """A label or tag as the tree can hold it: brackets inside a model's symbol (`((NP`, `NN)`) are dropped."""
+    return symbol.replace("(", "").replace(")", "")
 
 
 def delinearize(linearized: str, words: list[str], tags: list[str] | None = None) -> str:
     """A well-formed tree whose leaves are exactly `words`, from any model output: unmatched closing brackets are
     dropped, a mislabelled one closes the innermost open bracket, extra placeholders are ignored, missing ones are
-    added at the end, constituents left without words are removed, and several top-level pieces are joined under a
-    TOP root (which EVALB ignores). Preterminals take `tags`, else the placeholder token itself when it is not XX."""
+    added at the end, constituents left without words are removed, brackets inside a label are dropped, and several
+    top-level pieces are joined under a TOP root (which EVALB ignores). Preterminals take `tags`, else the placeholder
+    token itself when it is not XX. Words must be PTB words: no brackets (-LRB-, -RRB-), no whitespace."""
     if not words:
         raise ValueError("delinearize needs at least one word.")
+    for number, word in enumerate(words, 1):
+        if not word or any(c in "()" or c.isspace() for c in word):
+            raise ValueError(
+                f"delinearize: word {number} {word!r} is empty or holds a bracket or whitespace (PTB writes brackets "
+                "as -LRB- and -RRB-)."
+            )
     if tags is not None and len(tags) != len(words):
         raise ValueError(f"{len(tags)} tags for {len(words)} words.")
     root = Tree("TOP")
@@ -37,27 +49,30 @@ def delinearize(linearized: str, words: list[str], tags: list[str] | None = None
         return Tree(tag, [words[position]])
 
     for token in linearized.split():
-        if token.startswith("(") and len(token) > 1:
-            node = Tree(token[1:])
-            stack[-1].children.append(node)
-            stack.append(node)
+        if token.startswith("("):
+            if label := _without_brackets(token[1:]):  # a lone "(" opens nothing
+                node = Tree(label)
+                stack[-1].children.append(node)
+                stack.append(node)
         elif token.startswith(")"):
             if len(stack) > 1:
                 stack.pop()
-        elif token != "(" and position < len(words):
-            stack[-1].children.append(leaf(token))
+        elif position < len(words):
+            stack[-1].children.append(leaf(_without_brackets(token)))
             position += 1
     while position < len(words):
         stack[-1].children.append(leaf(PLACEHOLDER))
         position += 1
 
-    def prune(node: Tree) -> Tree | None:
-        if node.is_preterminal:
-            return node
-        children = [c for c in (prune(child) for child in node.children) if c is not None]
-        return Tree(node.label, children) if children else None
-
-    pruned = prune(root)
+    kept: list[list[Tree]] = [[]]  # constituents without words are removed (bottom-up, any depth)
+    for event, node in root.walk():
+        if event == "open":
+            kept.append([])
+        elif event == "leaf":
+            kept[-1].append(node)
+        elif children := kept.pop():
+            kept[-1].append(Tree(node.label, children))
+    pruned = kept[0][0]
     if len(pruned.children) == 1 and not pruned.children[0].is_preterminal:
         return str(pruned.children[0])
     return str(pruned)
@@ -70,7 +85,7 @@ def tree_from_output(output: str, words: list[str], leaves: str = "placeholder")
 
 
 def linearize_leaves(tree: str, leaves: str = "placeholder") -> str:
-    """`linearize` with the leaves a parser emits: `placeholder`, `pos` or `words` (the model's `config.tree_leaves`)."""
+    """`linearize` with the leaves a parser emits: `placeholder`, `pos` or `words` (as `config.tree_leaves`)."""
     return linearize(tree, with_pos=leaves == "pos", with_words=leaves == "words")
 
 
