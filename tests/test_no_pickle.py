@@ -103,13 +103,9 @@ def test_the_package_and_recipes_load_nothing_through_pickle():
     assert _scan(registered=False) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="training/loop.py registers the lr scheduler and TrainingProgress with Accelerate, which saves them as "
-    "custom_checkpoint_N.pkl and unpickles them on --resume with weights_only=False (issue 19: to be moved into "
-    "JSON by the checkpoint work); strict, so that the fix shows here",
-)
 def test_no_state_is_left_to_accelerates_pickled_custom_checkpoints():
+    """The recipes write their own checkpoints (safetensors and JSON, `hf_vanilla.training.checkpoints`): nothing is
+    registered with Accelerate, which would pickle it."""
     assert _scan(registered=True) == {}
 
 
@@ -127,13 +123,24 @@ class _Hostile:
         return _ran, (self.marker,)
 
 
-def test_accelerates_loads_of_optimizer_and_rng_state_refuse_a_pickle_that_runs_code(tmp_path):
-    from accelerate.utils import load
+def test_a_pickle_that_runs_code_put_in_a_checkpoint_is_never_run_on_resume(tmp_path):
+    """Even with a manifest rewritten to match, the files a resume reads are opened as safetensors: a pickle there
+    makes the checkpoint unreadable (skipped, the run starts over), not code that runs."""
+    from hf_vanilla.training import checkpoints
 
+    from helpers import run_loop
+
+    run_loop(tmp_path, 2)
+    checkpoint = tmp_path / "checkpoint-00000002"
     marker = tmp_path / "marker"
-    torch.save(_Hostile(marker), tmp_path / "optimizer.bin")
-    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
-        load(tmp_path / "optimizer.bin")  # how load_state reads optimizer.bin and random_states_N.pkl
-    assert not marker.exists()
-    torch.load(tmp_path / "optimizer.bin", weights_only=False)  # the file is a real attack when unpickled
+    for name in ("optimizer.safetensors", "rng-0.safetensors", "model/model.safetensors"):
+        torch.save(_Hostile(marker), checkpoint / name)
+    checkpoints._write_manifest(checkpoint)  # as an attacker would
+    with pytest.raises(checkpoints.CheckpointError, match="not a readable safetensors file"):
+        checkpoints.verify_checkpoint(checkpoint)
+    assert checkpoints.latest_valid_checkpoint(tmp_path, report=lambda line: None) is None
+    result, _ = run_loop(tmp_path, 4, resume=True)
+    assert result.steps == 4 and not marker.exists()
+    torch.save(_Hostile(marker), tmp_path / "attack.pt")
+    torch.load(tmp_path / "attack.pt", weights_only=False)  # the payload is a real attack when unpickled
     assert marker.read_text() == "ran"

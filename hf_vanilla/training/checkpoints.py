@@ -125,7 +125,7 @@ def _fsync_tree(folder: Path) -> None:
 def _write_manifest(folder: Path) -> None:
     files = {
         str(path.relative_to(folder)): {"bytes": path.stat().st_size, "sha256": _sha256(path)}
-        for path in sorted(folder.rglob("*")) if path.is_file()
+        for path in sorted(folder.rglob("*")) if path.is_file() and path.name != MANIFEST
     }
     (folder / MANIFEST).write_text(json.dumps({"files": files}, indent=1))
 
