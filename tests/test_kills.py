@@ -49,6 +49,19 @@ def launch(output_dir: Path, processes: int | str, resume: bool) -> subprocess.P
         )
 
 
+def kill(process: subprocess.Popen, output_dir: Path) -> None:
+    """SIGKILL to the launcher's process group and to every process started for `output_dir` (torchrun's workers
+    live in process groups of their own)."""
+    os.killpg(process.pid, signal.SIGKILL)
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(output_dir).encode() in cmdline.read_bytes():
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):  # gone meanwhile, or not ours to kill
+            pass
+    process.wait()
+
+
 def output_of(output_dir: Path) -> str:
     return (output_dir.parent / f"{output_dir.name}.log").read_text()[-3000:]
 
@@ -77,11 +90,10 @@ def run_killed_at(output_dir: Path, processes: int, moments: list[str], timeout:
         deadline = time.monotonic() + timeout
         while process.poll() is None:
             if time.monotonic() > deadline:
-                os.killpg(process.pid, signal.SIGKILL)
+                kill(process, output_dir)
                 pytest.fail(f"the run did not finish in {timeout} s")
             if condition is not None and condition(output_dir):
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                kill(process, output_dir)
                 break
             time.sleep(0.003)
         else:
