@@ -421,6 +421,29 @@ def test_greedy_beam_and_sampling_all_work_through_generate(reversal_model):
     assert torch.equal(logits.argmax(-1)[greedy[:, 1:] != 0], greedy[:, 1:][greedy[:, 1:] != 0])
 
 
+def test_transformers_beam_search_hooks_are_still_those_the_gnmt_penalty_overrides():
+    """The GNMT length penalty and the beam reorder override private hooks of transformers' beam search (there is no
+    public way). A transformers release that renames them, changes their keyword arguments or calls them otherwise
+    would silently give the power penalty or gather the wrong cache: this fails instead."""
+    import inspect
+
+    from transformers import GenerationMixin
+
+    read = {
+        "_update_finished_beams": {"cur_len", "decoder_prompt_len", "topk_log_probs", "length_penalty"},
+        "_check_early_stop_heuristic": {
+            "cur_len", "decoder_prompt_len", "running_beam_scores", "length_penalty", "early_stopping", "max_length"
+        },
+    }
+    search = inspect.getsource(GenerationMixin._beam_search)
+    for hook, names in read.items():
+        parameters = set(inspect.signature(getattr(GenerationMixin, hook)).parameters)
+        assert names <= parameters, f"transformers changed {hook}: {sorted(names - parameters)} are gone"
+        call = search[search.index(f"self.{hook}(") :].split(")", 1)[0]
+        assert all(f"{name}=" in call for name in names), f"transformers no longer passes {hook} keyword arguments"
+    assert "self._reorder_cache(model_kwargs[cache_key], beam_idx)" in search
+
+
 def test_unknown_length_penalty_style_is_rejected():
     with pytest.raises(ValueError, match="length_penalty_style"):
         tiny_model().generate(batch()[0], length_penalty_style="linear")
