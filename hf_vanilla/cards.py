@@ -22,14 +22,40 @@ PAPER_TRANSLATION = {
 }
 
 COMMON_RESULTS = (
-    "task", "preset", "training_preset", "steps", "epochs", "train_seconds", "train_tokens_per_second", "eval_split",
-    "averaged_checkpoints", "num_processes", "mixed_precision", "hardware", "parameters",
+    "task",
+    "preset",
+    "training_preset",
+    "steps",
+    "epochs",
+    "train_seconds",
+    "train_tokens_per_second",
+    "eval_split",
+    "averaged_checkpoints",
+    "num_processes",
+    "mixed_precision",
+    "hardware",
+    "parameters",
 )
 TASK_RESULTS = {
-    "translation": ("dataset", "source_lang", "target_lang", "sacrebleu", "sacrebleu_signature", "tokenized_bleu",
-                    "eval_sentences", "padding_fraction"),
-    "parsing": ("treebank", "evalb_f1", "evalb_precision", "evalb_recall", "evalb_exact_match", "evalb_sentences",
-                "repaired_share"),
+    "translation": (
+        "dataset",
+        "source_lang",
+        "target_lang",
+        "sacrebleu",
+        "sacrebleu_signature",
+        "tokenized_bleu",
+        "eval_sentences",
+        "padding_fraction",
+    ),
+    "parsing": (
+        "treebank",
+        "evalb_f1",
+        "evalb_precision",
+        "evalb_recall",
+        "evalb_exact_match",
+        "evalb_sentences",
+        "repaired_share",
+    ),
 }
 
 
@@ -56,8 +82,12 @@ def expected_metrics(results: dict) -> dict[str, float]:
     """The figures a card's `model-index` must carry, keyed by metric type."""
     if _check_results(results) == "translation":
         return {"sacrebleu": results["sacrebleu"], "bleu": results["tokenized_bleu"]}
-    return {"f1": results["evalb_f1"], "precision": results["evalb_precision"], "recall": results["evalb_recall"],
-            "exact_match": results["evalb_exact_match"]}
+    return {
+        "f1": results["evalb_f1"],
+        "precision": results["evalb_precision"],
+        "recall": results["evalb_recall"],
+        "exact_match": results["evalb_exact_match"],
+    }
 
 
 def _card_data(results: dict, model_name: str) -> ModelCardData:
@@ -70,21 +100,40 @@ def _card_data(results: dict, model_name: str) -> ModelCardData:
     else:
         dataset = Path(results["treebank"]).name
         languages = ["en"]
-        names = {"f1": "EVALB F1", "precision": "EVALB precision", "recall": "EVALB recall", "exact_match": "exact match"}
+        names = {
+            "f1": "EVALB F1",
+            "precision": "EVALB precision",
+            "recall": "EVALB recall",
+            "exact_match": "exact match",
+        }
         task, task_name, tags = "text2text-generation", "Constituency parsing", ["constituency-parsing"]
     evaluations = [
-        EvalResult(task_type=task, task_name=task_name, dataset_type=dataset, dataset_name=dataset,
-                   dataset_split=results["eval_split"], metric_type=key, metric_name=names[key], metric_value=value)
+        EvalResult(
+            task_type=task,
+            task_name=task_name,
+            dataset_type=dataset,
+            dataset_name=dataset,
+            dataset_split=results["eval_split"],
+            metric_type=key,
+            metric_name=names[key],
+            metric_value=value,
+        )
         for key, value in metrics.items()
     ]
     return ModelCardData(
-        model_name=model_name, language=languages, license="apache-2.0", library_name="transformers",
+        model_name=model_name,
+        language=languages,
+        license="apache-2.0",
+        library_name="transformers",
         pipeline_tag="translation" if task == "translation" else "text2text-generation",
-        tags=["hf_vanilla", "transformer", "attention-is-all-you-need", *tags], eval_results=evaluations,
+        tags=["hf_vanilla", "transformer", "attention-is-all-you-need", *tags],
+        eval_results=evaluations,
     )
 
 
-def render_model_card(results: dict, config: VanillaTransformerConfig, generation: GenerationConfig, repo_id: str) -> ModelCard:
+def render_model_card(
+    results: dict, config: VanillaTransformerConfig, generation: GenerationConfig, repo_id: str
+) -> ModelCard:
     """The card of a model trained by a recipe: `results` is its `results.json`, `config` and `generation` its saved
     configuration and generation configuration, `repo_id` where it is (to be) published."""
     task = _check_results(results)
@@ -116,7 +165,8 @@ def render_model_card(results: dict, config: VanillaTransformerConfig, generatio
         full_wsj = Path(results["treebank"]).name != "nltk"
         context.update(
             full_wsj=full_wsj,
-            split_rule="sections 02-21 train, 22 development, 23 test" if full_wsj
+            split_rule="sections 02-21 train, 22 development, 23 test"
+            if full_wsj
             else "NLTK's 10% sample: files 0001-0159 train, 0160-0179 development, 0180-0199 test",
             repaired_percent=round(100 * results["repaired_share"], 1),
             tree_grammar=results.get("tree_grammar", False),  # runs before the grammar existed decoded freely
@@ -157,11 +207,15 @@ def _translation_limits(results: dict) -> str:
     if results["dataset"] == "bible":
         preset = results["training_preset"]
         words = preset.get("max_train_source_words") or preset.get("max_source_words")
-        return ("A demonstration model: trained for minutes on a CPU on Bible verses of at most "
-                f"{words} words (World English Bible → Elberfelder 1932). "
-                "It translates biblical English in that style and little else.")
-    return ("Trained on news, parliament and web-crawled text; expect lower quality on other domains. Sentences much "
-            "longer than those seen in training degrade; the output may omit or repeat content like any NMT system.")
+        return (
+            "A demonstration model: trained for minutes on a CPU on Bible verses of at most "
+            f"{words} words (World English Bible → Elberfelder 1932). "
+            "It translates biblical English in that style and little else."
+        )
+    return (
+        "Trained on news, parliament and web-crawled text; expect lower quality on other domains. Sentences much "
+        "longer than those seen in training degrade; the output may omit or repeat content like any NMT system."
+    )
 
 
 def _data_licence(dataset: str) -> str:

@@ -3,21 +3,33 @@
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, PreTrainedConfig
 
-# Model sizes. `base` and `big` are the rows of Table 3 of the paper (`big_enfr`: big for English-French); `parsing` is the section 6.3 parser
-# (4 layers, d_model 1024); `demo`/`demo_parsing` fit the 15-minute CPU demos; `tiny` is for tests.
+# Model sizes. `base` and `big` are the rows of Table 3 of the paper (`big_enfr`: big for English-French);
+# `parsing` is the section 6.3 parser (4 layers, d_model 1024); `demo`/`demo_parsing` fit the 15-minute CPU demos;
+# `tiny` is for tests.
 PRESETS: dict[str, dict] = {
     "base": dict(d_model=512, encoder_layers=6, decoder_layers=6, num_attention_heads=8, d_ff=2048, dropout=0.1),
     "big": dict(d_model=1024, encoder_layers=6, decoder_layers=6, num_attention_heads=16, d_ff=4096, dropout=0.3),
     # Section 6.1: the big English-French model used dropout 0.1 instead of 0.3.
     "big_enfr": dict(d_model=1024, encoder_layers=6, decoder_layers=6, num_attention_heads=16, d_ff=4096, dropout=0.1),
     "parsing": dict(
-        d_model=1024, encoder_layers=4, decoder_layers=4, num_attention_heads=16, d_ff=4096, dropout=0.3,
+        d_model=1024,
+        encoder_layers=4,
+        decoder_layers=4,
+        num_attention_heads=16,
+        d_ff=4096,
+        dropout=0.3,
         decoding="parsing",
     ),
     "demo": dict(d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512, dropout=0.1),
     "demo_parsing": dict(
-        d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512, dropout=0.1,
-        decoding="parsing", tree_leaves="words",
+        d_model=128,
+        encoder_layers=3,
+        decoder_layers=3,
+        num_attention_heads=4,
+        d_ff=512,
+        dropout=0.1,
+        decoding="parsing",
+        tree_leaves="words",
     ),
     "tiny": dict(
         vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128, dropout=0.1
@@ -86,7 +98,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
         position_embedding_type: `"sinusoidal"` (the paper, any length) or `"learned"` (Table 3 row E).
         max_position_embeddings: size of the learned position table; unused by sinusoidal positions.
         layer_norm_eps: epsilon of every LayerNorm.
-        init_std: standard deviation of the normal initialisation of every projection matrix (embeddings: d_model^-0.5).
+        init_std: standard deviation of the normal initialisation of every projection matrix (embeddings:
+            d_model^-0.5).
         decoding: which of the paper's decodings (`DECODING`) the model's `generation_config` starts from:
             `"translation"` (beam 4, alpha 0.6, source length + 50) or `"parsing"` (beam 21, alpha 0.3, + 300).
         tree_leaves: for parsers, what stands for each word in the linearized trees the model emits: `"placeholder"`
@@ -157,7 +170,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
         if self.decoding not in DECODING:
             problems.append(f"decoding must be one of {sorted(DECODING)}, got {self.decoding!r}")
         if self.activation_function not in ACTIVATIONS:
-            problems.append(f"activation_function must be one of {list(ACTIVATIONS)}, got {self.activation_function!r}")
+            problems.append(
+                f"activation_function must be one of {list(ACTIVATIONS)}, got {self.activation_function!r}"
+            )
         if self.tree_leaves not in TREE_LEAVES:
             problems.append(f"tree_leaves must be one of {list(TREE_LEAVES)}, got {self.tree_leaves!r}")
         if self.max_position_embeddings < 1:

@@ -12,9 +12,15 @@ from .cards import check_card, load_results, render_model_card
 from .modeling_vanilla import VanillaTransformerForConditionalGeneration
 
 REQUIRED_FILES = (
-    "config.json", "model.safetensors", "modeling_vanilla.py", "configuration_vanilla.py", "linear_vanilla.py",
+    "config.json",
+    "model.safetensors",
+    "modeling_vanilla.py",
+    "configuration_vanilla.py",
+    "linear_vanilla.py",
     "tokenizer.json",
-    "generation_config.json", "README.md", "results.json",
+    "generation_config.json",
+    "README.md",
+    "results.json",
 )
 
 
@@ -23,7 +29,8 @@ class PublishError(RuntimeError):
 
 
 def model_folder_of(run_or_model: Path) -> Path:
-    """The model folder of a recipe's output folder (its averaged `final/`), or the folder itself if it holds a model."""
+    """The model folder of a recipe's output folder (its averaged `final/`), or the folder itself if it holds a
+    model."""
     run_or_model = Path(run_or_model)
     for folder in (run_or_model / "final", run_or_model):
         if (folder / "config.json").is_file():

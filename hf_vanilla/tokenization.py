@@ -65,8 +65,13 @@ def train_shared_bpe(
     # split_special_tokens: "</s>" in a text is those five characters, never the special token (which
     # skip_special_tokens would then drop from the decoding).
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK,
-        clean_up_tokenization_spaces=False, split_special_tokens=True,
+        tokenizer_object=tokenizer,
+        pad_token=PAD,
+        bos_token=BOS,
+        eos_token=EOS,
+        unk_token=UNK,
+        clean_up_tokenization_spaces=False,
+        split_special_tokens=True,
     )
 
 
@@ -103,7 +108,8 @@ def check_provenance(folder: Path, expected: dict) -> None:
         )
     recorded = json.loads(record_file.read_text())
     differences = [
-        f"{key} {recorded.get(key)!r} (this run: {value!r})" for key, value in expected.items()
+        f"{key} {recorded.get(key)!r} (this run: {value!r})"
+        for key, value in expected.items()
         if recorded.get(key) != value
     ]
     if differences:
@@ -130,8 +136,11 @@ def prepare_shared_tokenizer(
     problem = None
     if accelerator.is_main_process:
         expected = {
-            "dataset": dataset, "languages": list(languages), "vocab_size": vocab_size,
-            "whitespace_only": whitespace_only, "text_sha256": text_fingerprint(train_split, languages),
+            "dataset": dataset,
+            "languages": list(languages),
+            "vocab_size": vocab_size,
+            "whitespace_only": whitespace_only,
+            "text_sha256": text_fingerprint(train_split, languages),
         }
         if (folder / "tokenizer.json").exists():
             try:

@@ -50,14 +50,18 @@ class Arguments(RecipeArguments):
     )
     tree_leaves: str | None = field(
         default=None,
-        metadata={"help": "What stands for each word in the output trees: placeholder (XX, the paper's setup), pos "
-                  "(its tag) or words (copied); default: the preset's (demo: words). EVALB ignores tags either way."},
+        metadata={
+            "help": "What stands for each word in the output trees: placeholder (XX, the paper's setup), pos "
+            "(its tag) or words (copied); default: the preset's (demo: words). EVALB ignores tags either way."
+        },
     )
     tree_grammar: bool = field(
         default=True,
-        metadata={"help": "Decode under the grammar of trees over the input words (hf_vanilla.parsing.grammar): every "
-                  "hypothesis a well-formed tree prefix. --no-tree-grammar decodes freely as the paper did; either way "
-                  "`delinearize` repairs what comes out."},
+        metadata={
+            "help": "Decode under the grammar of trees over the input words (hf_vanilla.parsing.grammar): every "
+            "hypothesis a well-formed tree prefix. --no-tree-grammar decodes freely as the paper did; either way "
+            "`delinearize` repairs what comes out."
+        },
     )
 
 
@@ -85,11 +89,14 @@ def main(args: Arguments) -> dict:
     corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items() if trees})
     validate = settings.eval_every > 0 and not args.eval_only
     needed = {args.eval_split: "--eval-split", **({"validation": "--eval-every 0"} if validate else {})}
-    run_checks(accelerator, [
-        lambda: check_splits(corpus, {"train": "--treebank", **needed}, args.treebank),
-        lambda: check_writable(output_dir),
-        *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
-    ])
+    run_checks(
+        accelerator,
+        [
+            lambda: check_splits(corpus, {"train": "--treebank", **needed}, args.treebank),
+            lambda: check_writable(output_dir),
+            *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
+        ],
+    )
 
     # Tokenizer: treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
     tokenizer = run_tokenizer(
@@ -115,7 +122,8 @@ def main(args: Arguments) -> dict:
 
             validation = Validation(
                 encoded_split(accelerator, corpus["validation"], tokenizer, LANGUAGES, output_dir, "validation"),
-                max_tokens=4 * preset.tokens_per_step, pad_token_id=tokenizer.pad_token_id,
+                max_tokens=4 * preset.tokens_per_step,
+                pad_token_id=tokenizer.pad_token_id,
                 metric=validation_f1 if settings.eval_metric_sentences else None,
             )
         training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
@@ -137,12 +145,17 @@ def main(args: Arguments) -> dict:
         )
         (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
         evaluation["eval_split"] = args.eval_split
-        extra = {"task": "parsing", "treebank": args.treebank, "tree_leaves": model.config.tree_leaves,
-                 "tree_grammar": args.tree_grammar}
+        extra = {
+            "task": "parsing",
+            "treebank": args.treebank,
+            "tree_leaves": model.config.tree_leaves,
+            "tree_grammar": args.tree_grammar,
+        }
         results = results_record(accelerator, args, settings, training, model, averaged, evaluation, extra)
         write_outputs(output_dir, results, samples, model, args.push_to_hub)
-        accelerator.log({f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))},
-                        step=training.steps)
+        accelerator.log(
+            {f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))}, step=training.steps
+        )
         if args.push_to_hub:
             publish(output_dir, args.push_to_hub)
     accelerator.wait_for_everyone()

@@ -47,8 +47,10 @@ class Arguments(RecipeArguments):
     )
     dataset: str | None = field(
         default=None,
-        metadata={"help": "wmt14, bible, a folder of train/valid/test.{en,de} files, or JSONL/parquet with a "
-                  "`translation` column. Default: bible for demo, wmt14 otherwise."},
+        metadata={
+            "help": "wmt14, bible, a folder of train/valid/test.{en,de} files, or JSONL/parquet with a "
+            "`translation` column. Default: bible for demo, wmt14 otherwise."
+        },
     )
     source_lang: str = field(default="en")
     target_lang: str = field(default="de")
@@ -74,11 +76,14 @@ def main(args: Arguments) -> dict:
     corpus = select_pairs(corpus, *languages, {split: settings.word_limit(split) for split in corpus})
     validate = settings.eval_every > 0 and not args.eval_only
     needed = {args.eval_split: "--eval-split", **({"validation": "--eval-every 0"} if validate else {})}
-    run_checks(accelerator, [
-        lambda: check_splits(corpus, {"train": "--dataset", **needed}, dataset),
-        lambda: check_writable(output_dir),
-        *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
-    ])
+    run_checks(
+        accelerator,
+        [
+            lambda: check_splits(corpus, {"train": "--dataset", **needed}, dataset),
+            lambda: check_writable(output_dir),
+            *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
+        ],
+    )
 
     # Tokenizer (trained on the training split, or --init-from's) and model.
     tokenizer = run_tokenizer(accelerator, args, output_dir, corpus["train"], languages, settings, dataset)
@@ -101,7 +106,8 @@ def main(args: Arguments) -> dict:
 
             validation = Validation(
                 encoded_split(accelerator, corpus["validation"], tokenizer, languages, output_dir, "validation"),
-                max_tokens=4 * preset.tokens_per_step, pad_token_id=tokenizer.pad_token_id,
+                max_tokens=4 * preset.tokens_per_step,
+                pad_token_id=tokenizer.pad_token_id,
                 metric=validation_bleu if settings.eval_metric_sentences else None,
             )
         training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
@@ -119,12 +125,17 @@ def main(args: Arguments) -> dict:
         model = model.to(accelerator.device).eval()
         evaluation, samples = translate_and_score(model, tokenizer, *sides(held_out, languages), args.target_lang)
         evaluation["eval_split"] = args.eval_split
-        extra = {"task": "translation", "dataset": dataset, "source_lang": args.source_lang,
-                 "target_lang": args.target_lang}
+        extra = {
+            "task": "translation",
+            "dataset": dataset,
+            "source_lang": args.source_lang,
+            "target_lang": args.target_lang,
+        }
         results = results_record(accelerator, args, settings, training, model, averaged, evaluation, extra)
         write_outputs(output_dir, results, samples, model, args.push_to_hub)
-        accelerator.log({f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))},
-                        step=training.steps)
+        accelerator.log(
+            {f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))}, step=training.steps
+        )
         if args.push_to_hub:
             publish(output_dir, args.push_to_hub)
     accelerator.wait_for_everyone()

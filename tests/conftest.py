@@ -48,9 +48,18 @@ def wmt_run(tmp_path_factory) -> tuple[Path, dict]:
     wmt_ende = recipe("wmt_ende")
     output_dir = tmp_path_factory.mktemp("wmt_run")
     args = wmt_ende.Arguments(
-        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir),
-        max_steps=4, max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1,
-        eval_every=2, eval_metric_sentences=2,
+        preset="demo",
+        dataset=str(require(WMT_SAMPLE)),
+        moses_detokenize=True,
+        output_dir=str(output_dir),
+        max_steps=4,
+        max_tokens=1500,
+        eval_split="validation",
+        eval_sentences=4,
+        save_every=2,
+        log_every=1,
+        eval_every=2,
+        eval_metric_sentences=2,
     )
     return output_dir, wmt_ende.main(args)
 
@@ -67,7 +76,14 @@ def parse_run(tmp_path_factory) -> tuple[Path, dict]:
     ptb_parse = recipe("ptb_parse")
     output_dir = tmp_path_factory.mktemp("parse_run")
     args = ptb_parse.Arguments(
-        preset="demo", treebank="nltk", output_dir=str(output_dir), max_steps=3, max_tokens=3000, num_beams=1,
-        eval_sentences=3, save_every=3, log_every=1,
+        preset="demo",
+        treebank="nltk",
+        output_dir=str(output_dir),
+        max_steps=3,
+        max_tokens=3000,
+        num_beams=1,
+        eval_sentences=3,
+        save_every=3,
+        log_every=1,
     )
     return output_dir, ptb_parse.main(args)

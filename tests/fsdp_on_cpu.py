@@ -20,7 +20,8 @@ def _initialise_with_fsdp(self, *args, **kwargs):
     if self.distributed_type == DistributedType.MULTI_CPU:
         self.distributed_type = DistributedType.FSDP
         self.fsdp_plugin = FullyShardedDataParallelPlugin(
-            fsdp_version=2, auto_wrap_policy="transformer_based_wrap",
+            fsdp_version=2,
+            auto_wrap_policy="transformer_based_wrap",
             transformer_cls_names_to_wrap=["VanillaEncoderLayer", "VanillaDecoderLayer"],
         )
 

@@ -44,10 +44,29 @@ def run_settings(**overrides):
     from hf_vanilla.training.arguments import RunSettings
 
     defaults = dict(
-        preset="test", model_preset="tiny", vocab_size=1000, max_steps=6, max_train_minutes=None, tokens_per_step=64,
-        max_tokens=64, update_freq=2, warmup_steps=4, lr_scale=1.0, model_overrides={}, decoding={}, max_length=None,
-        max_length_ratio=None, max_source_words=None, max_train_source_words=None, save_every=2, keep_last=3,
-        average_last=3, log_every=1, eval_every=0, eval_metric_sentences=0, seed=0,
+        preset="test",
+        model_preset="tiny",
+        vocab_size=1000,
+        max_steps=6,
+        max_train_minutes=None,
+        tokens_per_step=64,
+        max_tokens=64,
+        update_freq=2,
+        warmup_steps=4,
+        lr_scale=1.0,
+        model_overrides={},
+        decoding={},
+        max_length=None,
+        max_length_ratio=None,
+        max_source_words=None,
+        max_train_source_words=None,
+        save_every=2,
+        keep_last=3,
+        average_last=3,
+        log_every=1,
+        eval_every=0,
+        eval_metric_sentences=0,
+        seed=0,
     )
     return RunSettings(**{**defaults, **overrides})
 
@@ -73,7 +92,9 @@ def run_loop(output_dir: Path, max_steps: int, resume: bool = False):
     accelerator = Accelerator(cpu=True)
     tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
     model = tiny_model().train()
-    result = train(accelerator, model, tokenizer, tiny_examples(), run_settings(max_steps=max_steps), output_dir, resume)
+    result = train(
+        accelerator, model, tokenizer, tiny_examples(), run_settings(max_steps=max_steps), output_dir, resume
+    )
     return result, model
 
 
@@ -100,7 +121,9 @@ REVERSAL_SYMBOLS = range(4, 28)  # ids 0-3 are <pad>, <s>, </s>, <unk>
 REVERSAL_VOCAB = 32
 
 
-def reversal_batch(seed: int, rows: int, lengths: tuple[int, int] = (3, 10)) -> tuple[torch.Tensor, torch.Tensor, list]:
+def reversal_batch(
+    seed: int, rows: int, lengths: tuple[int, int] = (3, 10)
+) -> tuple[torch.Tensor, torch.Tensor, list]:
     """`rows` random sequences of REVERSAL_SYMBOLS (lengths drawn from `lengths`, inclusive) + </s>, right-padded:
     (input_ids, attention_mask, answers), each answer the reversed sequence followed by </s>."""
     generator = torch.Generator().manual_seed(seed)
@@ -205,7 +228,11 @@ def run_loader(folder, trust: bool, ids: torch.Tensor) -> dict:
     env["HF_HUB_OFFLINE"] = "1"
     result = subprocess.run(
         [sys.executable, "-c", LOADER, str(folder), "1" if trust else "0", json.dumps(ids.tolist())],
-        capture_output=True, text=True, env=env, cwd=str(folder), timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(folder),
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])

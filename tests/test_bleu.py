@@ -53,7 +53,13 @@ def test_compound_splitting_as_tensor2tensor():
     )
     assert split_compounds("a-b-c") == "a ##AT##-##AT## b-c"  # Perl's non-overlapping /g
     # A hyphenated compound is three tokens, so getting one half right earns partial credit.
-    assert 0 < tokenized_bleu(["die Ost-Ost-Beziehungen sind heute sehr gut"], ["die Ost-West-Beziehungen sind heute sehr gut"]) < 100
+    assert (
+        0
+        < tokenized_bleu(
+            ["die Ost-Ost-Beziehungen sind heute sehr gut"], ["die Ost-West-Beziehungen sind heute sehr gut"]
+        )
+        < 100
+    )
 
 
 def test_mismatched_lengths_are_an_error():

@@ -67,8 +67,20 @@ def test_averaging_refuses_a_corrupted_checkpoint_by_name(tmp_path):
     run_loop(tmp_path, 4)
     truncate(tmp_path / "checkpoint-00000004" / "model" / "model.safetensors")
     done = subprocess.run(
-        [sys.executable, "-m", "hf_vanilla.cli", "average-checkpoints", str(tmp_path), "--last", "2", "--output",
-         str(tmp_path / "avg")], capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "hf_vanilla.cli",
+            "average-checkpoints",
+            str(tmp_path),
+            "--last",
+            "2",
+            "--output",
+            str(tmp_path / "avg"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
@@ -102,10 +114,28 @@ def test_a_real_file_size_limit_stops_the_recipe_with_one_line(tmp_path):
     log = tmp_path / "run.log"
     with log.open("w") as handle:
         process = subprocess.Popen(
-            [sys.executable, str(RECIPES / "wmt_ende.py"), "--preset", "tiny", "--dataset", str(require(WMT_SAMPLE)),
-             "--moses-detokenize", "--eval-split", "validation", "--max-steps", "1000", "--save-every", "3",
-             "--eval-every", "0", "--output-dir", str(output_dir)],
-            stdout=subprocess.DEVNULL, stderr=handle, env={**os.environ, "OMP_NUM_THREADS": "1"},
+            [
+                sys.executable,
+                str(RECIPES / "wmt_ende.py"),
+                "--preset",
+                "tiny",
+                "--dataset",
+                str(require(WMT_SAMPLE)),
+                "--moses-detokenize",
+                "--eval-split",
+                "validation",
+                "--max-steps",
+                "1000",
+                "--save-every",
+                "3",
+                "--eval-every",
+                "0",
+                "--output-dir",
+                str(output_dir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=handle,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
         )
     deadline = time.monotonic() + 600
     while not (output_dir / "checkpoint-00000003").exists() and time.monotonic() < deadline:

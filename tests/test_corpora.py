@@ -15,10 +15,12 @@ def pairs(*texts: tuple[str, str]) -> Dataset:
 
 
 def test_select_pairs_drops_empty_sides_and_applies_each_splits_own_word_limit():
-    corpus = DatasetDict({
-        "train": pairs(("one two three", "a"), ("one two three four five", "b"), ("", "c"), ("x", " ")),
-        "test": pairs(("one two three", "a"), ("one two three four five", "b")),
-    })
+    corpus = DatasetDict(
+        {
+            "train": pairs(("one two three", "a"), ("one two three four five", "b"), ("", "c"), ("x", " ")),
+            "test": pairs(("one two three", "a"), ("one two three four five", "b")),
+        }
+    )
     selected = select_pairs(corpus, "en", "de", {"train": 5, "test": 3})
     assert [p["de"] for p in selected["train"]["translation"]] == ["a", "b"]
     assert [p["de"] for p in selected["test"]["translation"]] == ["a"]
@@ -65,12 +67,12 @@ def test_bible_verses_are_aligned_and_held_out_every_25th():
     corpus = load_translation_corpus("bible")
     sizes = {split: len(data) for split, data in corpus.items()}
     assert sizes == {"train": 28613, "validation": 1244, "test": 1245}
-    by_reference = {
-        row["reference"]: row["translation"] for split in corpus.values() for row in split
-    }
+    by_reference = {row["reference"]: row["translation"] for split in corpus.values() for row in split}
     assert len(by_reference) == sum(sizes.values())  # no verse in two splits
-    assert by_reference["1:1:1"] == {"en": "In the beginning God created the heavens and the earth.",
-                                     "de": "Im Anfang schuf Gott die Himmel und die Erde."}
+    assert by_reference["1:1:1"] == {
+        "en": "In the beginning God created the heavens and the earth.",
+        "de": "Im Anfang schuf Gott die Himmel und die Erde.",
+    }
     assert by_reference["43:3:16"]["en"].startswith("For God so loved the world")
     assert by_reference["43:3:16"]["de"].startswith("Denn also hat Gott die Welt geliebt")
     ordered = sorted(by_reference, key=lambda r: tuple(int(n) for n in r.split(":")))

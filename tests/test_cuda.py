@@ -14,9 +14,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 @pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
 def test_gpu_computes_the_cpu_function(attn_implementation):
-    """float64 on both devices, a padded batch. The sinusoids are float32 wherever they are computed, and CUDA's sin and
-    exp differ from the CPU's by an ulp, so the logits agree to ~2e-7 (measured on an H100): a masking or layout
-    difference would show orders of magnitude above that."""
+    """float64 on both devices, a padded batch. CUDA's sin and exp differ from the CPU's by an ulp, so the logits agree
+    to ~2e-7 (measured on an H100 with float32 sinusoids): a masking or layout difference would show orders of
+    magnitude above that."""
     model = tiny_model(attn_implementation=attn_implementation).double()
     ids, mask = batch()
     target, _ = batch(seed=2, lengths=(5, 3, 5))

@@ -74,8 +74,10 @@ def bracketing(draw, leaves: list[Tree]) -> Tree:
 @st.composite
 def tree_pairs(draw) -> tuple[Tree, Tree]:
     """Two trees over the same preterminals (words and tags), bracketed independently."""
-    leaves = [Tree(tag, [word]) for word, tag in draw(st.lists(st.tuples(words, st.sampled_from(EVALB_TAGS)),
-                                                               min_size=1, max_size=10))]
+    leaves = [
+        Tree(tag, [word])
+        for word, tag in draw(st.lists(st.tuples(words, st.sampled_from(EVALB_TAGS)), min_size=1, max_size=10))
+    ]
     return draw(bracketing(leaves)), draw(bracketing(leaves))
 
 
@@ -145,8 +147,11 @@ def test_written_trees_read_back_exactly_with_comment_lines_skipped(scratch, cap
         assert read_treebank(scratch) == [str(tree) for tree, _ in trees_and_comments]
     comments = sum(len(c) for _, c in trees_and_comments)
     logged = [r.getMessage() for r in caplog.records if "comment line" in r.getMessage()]
-    assert logged == ([f"{scratch}: skipped {comments} comment line{'s' * (comments > 1)} (# or % outside any tree)"]
-                      if comments else [])
+    assert logged == (
+        [f"{scratch}: skipped {comments} comment line{'s' * (comments > 1)} (# or % outside any tree)"]
+        if comments
+        else []
+    )
     if comments:
         first = next(number for number, line in enumerate(lines, 1) if line[0] in "#%")
         with pytest.raises(TreebankError, match=rf"line {first}: leaf [\"'][#%]"):
@@ -373,14 +378,17 @@ def _check_warnings(stderr: str, where: str, lines: list[bytes]) -> None:
 def _run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
     # An ASCII locale: the output must be UTF-8 whatever the locale's encoding.
     env = {**os.environ, "PYTHONIOENCODING": "ascii"}
-    return subprocess.run([sys.executable, "-m", "hf_vanilla.cli", *args], input=stdin, capture_output=True,
-                          timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "hf_vanilla.cli", *args], input=stdin, capture_output=True, timeout=600, env=env
+    )
 
 
 def test_translate_keeps_one_output_line_per_input_line_whatever_the_input(wmt_run):
     lines = hostile_file(seed=19, count=60)
-    result = _run(["translate", str(wmt_run[0] / "final"), "--num-beams", "1",
-                   "--max-input-tokens", str(MAX_INPUT_TOKENS)], stdin=b"\n".join(lines) + b"\n")
+    result = _run(
+        ["translate", str(wmt_run[0] / "final"), "--num-beams", "1", "--max-input-tokens", str(MAX_INPUT_TOKENS)],
+        stdin=b"\n".join(lines) + b"\n",
+    )
     stderr = result.stderr.decode()
     assert result.returncode == 0, stderr
     output = result.stdout.decode("utf-8")
@@ -394,8 +402,18 @@ def test_translate_keeps_one_output_line_per_input_line_whatever_the_input(wmt_r
 def test_parse_keeps_one_well_formed_tree_per_input_line_whatever_the_input(parse_run, tmp_path):
     lines = hostile_file(seed=20, count=40)
     (tmp_path / "hostile.txt").write_bytes(b"\n".join(lines))  # no newline after the last line
-    result = _run(["parse", str(parse_run[0] / "final"), "--num-beams", "1", "--input", str(tmp_path / "hostile.txt"),
-                   "--max-input-tokens", str(MAX_INPUT_TOKENS)])
+    result = _run(
+        [
+            "parse",
+            str(parse_run[0] / "final"),
+            "--num-beams",
+            "1",
+            "--input",
+            str(tmp_path / "hostile.txt"),
+            "--max-input-tokens",
+            str(MAX_INPUT_TOKENS),
+        ]
+    )
     stderr = result.stderr.decode()
     assert result.returncode == 0, stderr
     output = result.stdout.decode("utf-8")

@@ -21,9 +21,19 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
     run_dir, results = wmt_run
     folder = build_hub_folder(run_dir, tmp_path / "hub", "someone/vanilla-demo")
     names = {p.name for p in folder.iterdir()}
-    assert {"model.safetensors", "config.json", "modeling_vanilla.py", "configuration_vanilla.py", "tokenizer.json",
-            "generation_config.json", "README.md", "results.json"} <= names
-    assert json.loads((folder / "config.json").read_text())["auto_map"]["AutoModelForSeq2SeqLM"].startswith("modeling_vanilla.")
+    assert {
+        "model.safetensors",
+        "config.json",
+        "modeling_vanilla.py",
+        "configuration_vanilla.py",
+        "tokenizer.json",
+        "generation_config.json",
+        "README.md",
+        "results.json",
+    } <= names
+    assert json.loads((folder / "config.json").read_text())["auto_map"]["AutoModelForSeq2SeqLM"].startswith(
+        "modeling_vanilla."
+    )
     generation = json.loads((folder / "generation_config.json").read_text())
     assert (generation["num_beams"], generation["length_penalty"], generation["max_length_offset"]) == (4, 0.6, 50)
 
@@ -35,7 +45,9 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
     assert f"{results['steps']} updates" in card.text and "not comparable" in card.text  # not trained on WMT14
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    ids = tokenizer(["The house is small.", "Resumption of the session"], return_tensors="pt", padding=True)["input_ids"]
+    ids = tokenizer(["The house is small.", "Resumption of the session"], return_tensors="pt", padding=True)[
+        "input_ids"
+    ]
     model = VanillaTransformerForConditionalGeneration.from_pretrained(run_dir / "final").eval()
     expected = model.generate(ids, attention_mask=(ids != tokenizer.pad_token_id).long()).tolist()
     assert run_loader(folder, True, ids)["beam"] == expected
@@ -92,8 +104,20 @@ def test_a_folder_whose_card_was_edited_by_hand_is_not_pushed(wmt_run, tmp_path)
 def test_push_without_token_or_network_is_one_clear_line(wmt_run, tmp_path):
     env = {"HF_HOME": str(tmp_path / "hf_home"), "HF_TOKEN": "", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
     result = subprocess.run(
-        [sys.executable, "-m", "hf_vanilla.cli", "push", str(wmt_run[0]), "someone/model", "--build-dir", str(tmp_path / "hub")],
-        capture_output=True, text=True, env=env, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "hf_vanilla.cli",
+            "push",
+            str(wmt_run[0]),
+            "someone/model",
+            "--build-dir",
+            str(tmp_path / "hub"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert result.returncode != 0 and "Traceback" not in result.stderr
     message = result.stderr.strip().splitlines()[-1]

@@ -28,9 +28,23 @@ LAUNCHERS = {  # processes (or "fsdp": 2 processes, the model sharded by FSDP2) 
 
 
 def recipe_flags(output_dir: Path) -> list[str]:
-    return ["--preset", "tiny", "--dataset", str(require(WMT_SAMPLE)), "--moses-detokenize", "--eval-split",
-            "validation", "--eval-sentences", "2", "--num-beams", "1", "--log-every", "1", "--output-dir",
-            str(output_dir)]
+    return [
+        "--preset",
+        "tiny",
+        "--dataset",
+        str(require(WMT_SAMPLE)),
+        "--moses-detokenize",
+        "--eval-split",
+        "validation",
+        "--eval-sentences",
+        "2",
+        "--num-beams",
+        "1",
+        "--log-every",
+        "1",
+        "--output-dir",
+        str(output_dir),
+    ]
 
 
 def environment() -> dict:
@@ -44,7 +58,10 @@ def launch(output_dir: Path, processes: int | str, resume: bool) -> subprocess.P
     log = output_dir.parent / f"{output_dir.name}.log"
     with log.open("a") as handle:
         return subprocess.Popen(
-            command + (["--resume"] if resume else []), stdout=handle, stderr=subprocess.STDOUT, env=environment(),
+            command + (["--resume"] if resume else []),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=environment(),
             start_new_session=True,
         )
 
@@ -125,7 +142,9 @@ def test_killed_at_random_moments_and_resumed_ends_bit_identical(processes, tmp_
         assert (tensor == resumed[name]).all(), name  # bit-identical
     results = [json.loads((folder / "results.json").read_text()) for folder in (straight, interrupted)]
     assert results[0]["sacrebleu"] == results[1]["sacrebleu"] and results[0]["steps"] == results[1]["steps"]
-    assert results[0]["distributed_type"] == ("FSDP" if processes == "fsdp" else "NO" if processes == 1 else "MULTI_CPU")
+    assert results[0]["distributed_type"] == (
+        "FSDP" if processes == "fsdp" else "NO" if processes == 1 else "MULTI_CPU"
+    )
 
 
 @pytest.mark.slow
@@ -138,8 +157,10 @@ def test_fsdp_training_computes_what_ddp_computes(tmp_path):
     sharded, replicated = final_weights(runs["fsdp"]), final_weights(runs[2])
     for name, tensor in replicated.items():
         torch.testing.assert_close(sharded[name], tensor, rtol=1e-4, atol=1e-5, msg=name)
-    logs = [[json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
-            for folder in runs.values()]
+    logs = [
+        [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
+        for folder in runs.values()
+    ]
     losses = [[entry["loss"] for entry in log if "loss" in entry] for log in logs]
     assert losses[0] == pytest.approx(losses[1], abs=1e-3)
 
@@ -151,9 +172,18 @@ def test_a_stop_signal_saves_at_the_next_update_and_exits_cleanly(stop, tmp_path
     log = tmp_path / "run.log"
     with log.open("w") as handle:
         process = subprocess.Popen(
-            [sys.executable, str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), "--max-steps", "1000",
-             "--save-every", "1000"],
-            stdout=subprocess.DEVNULL, stderr=handle, env=environment(),
+            [
+                sys.executable,
+                str(RECIPES / "wmt_ende.py"),
+                *recipe_flags(output_dir),
+                "--max-steps",
+                "1000",
+                "--save-every",
+                "1000",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=handle,
+            env=environment(),
         )
     deadline = time.monotonic() + 600
     while logged_updates(output_dir) < 2 and time.monotonic() < deadline and process.poll() is None:

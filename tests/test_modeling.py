@@ -170,7 +170,9 @@ def test_pre_norm_option_normalises_sublayer_inputs_and_each_stack_output():
     model = tiny_model(norm_style="pre")
     layer = model.model.encoder.layers[0]
     x = torch.randn(1, 5, 64)
-    h = x + reference_attention(layer.self_attn, layer_norm(layer.self_attn_layer_norm, x), layer_norm(layer.self_attn_layer_norm, x), 0.0)
+    h = x + reference_attention(
+        layer.self_attn, layer_norm(layer.self_attn_layer_norm, x), layer_norm(layer.self_attn_layer_norm, x), 0.0
+    )
     expected = h + reference_ffn(layer.feed_forward, layer_norm(layer.final_layer_norm, h))
     torch.testing.assert_close(layer(x, None), expected, atol=1e-5, rtol=1e-5)
     assert model.model.encoder.layer_norm is not None and model.model.decoder.layer_norm is not None
@@ -210,7 +212,13 @@ def test_decoder_self_attention_is_causal_and_encoder_attention_is_not():
 def test_output_attentions_and_hidden_states():
     model = tiny_model(attn_implementation="eager")
     ids, mask = batch()
-    out = model(input_ids=ids, attention_mask=mask, decoder_input_ids=ids[:, :5], output_attentions=True, output_hidden_states=True)
+    out = model(
+        input_ids=ids,
+        attention_mask=mask,
+        decoder_input_ids=ids[:, :5],
+        output_attentions=True,
+        output_hidden_states=True,
+    )
     assert len(out.encoder_attentions) == 2 and out.encoder_attentions[0].shape == (3, 4, 7, 7)
     assert len(out.decoder_attentions) == 2 and out.decoder_attentions[0].shape == (3, 4, 5, 5)
     assert out.cross_attentions[0].shape == (3, 4, 5, 7)
@@ -226,7 +234,11 @@ def test_output_attentions_and_hidden_states():
 def test_one_matrix_is_shared_and_stays_shared_after_reload(tmp_path):
     model = tiny_model()
     shared = model.model.shared.weight
-    for weight in (model.model.encoder.embed_tokens.weight, model.model.decoder.embed_tokens.weight, model.lm_head.weight):
+    for weight in (
+        model.model.encoder.embed_tokens.weight,
+        model.model.decoder.embed_tokens.weight,
+        model.lm_head.weight,
+    ):
         assert weight.data_ptr() == shared.data_ptr()
     model.save_pretrained(tmp_path)
     with safe_open(tmp_path / "model.safetensors", "pt") as f:
@@ -265,7 +277,10 @@ def test_initialisation_is_the_documented_one():
     embedding = model.model.shared.weight.detach()
     assert float(embedding[0].abs().max()) == 0.0  # padding row
     assert abs(float(embedding[1:].std()) - 512**-0.5) < 0.001 and abs(float(embedding[1:].mean())) < 0.001
-    for weight in (model.model.encoder.layers[0].self_attn.qkv_proj.weight, model.model.decoder.layers[5].feed_forward.fc2.weight):
+    for weight in (
+        model.model.encoder.layers[0].self_attn.qkv_proj.weight,
+        model.model.decoder.layers[5].feed_forward.fc2.weight,
+    ):
         assert abs(float(weight.detach().std()) - 0.02) < 0.001
     assert float(model.model.decoder.layers[0].encoder_attn.kv_proj.bias.abs().max()) == 0.0
     assert VanillaTransformerConfig(init_std=0.05).init_std == 0.05
@@ -293,7 +308,11 @@ def test_loss_is_label_smoothed_cross_entropy_over_non_padding_tokens():
     assert count == 11
     assert abs(float(out.loss) - total / count) < 1e-5
     # the decoder read the labels shifted right behind the start token
-    manual = model(input_ids=ids, attention_mask=mask, decoder_input_ids=torch.cat([torch.ones(3, 1, dtype=torch.long), labels[:, :-1]], 1))
+    manual = model(
+        input_ids=ids,
+        attention_mask=mask,
+        decoder_input_ids=torch.cat([torch.ones(3, 1, dtype=torch.long), labels[:, :-1]], 1),
+    )
     torch.testing.assert_close(manual.logits, out.logits)
 
 
@@ -321,8 +340,14 @@ def test_cache_changes_nothing(reversal_model, num_beams):
     """Decoding with the key/value cache (one new position a step, reordered with the beams) gives the tokens and
     every step's scores of recomputing the whole prefix at each step."""
     ids, mask, _ = reversal_batch(seed=3, rows=6)
-    kwargs = dict(attention_mask=mask, num_beams=num_beams, num_return_sequences=num_beams, max_new_tokens=12,
-                  output_scores=True, return_dict_in_generate=True)
+    kwargs = dict(
+        attention_mask=mask,
+        num_beams=num_beams,
+        num_return_sequences=num_beams,
+        max_new_tokens=12,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
     with_cache = reversal_model.generate(ids, use_cache=True, **kwargs)
     without = reversal_model.generate(ids, use_cache=False, **kwargs)
     assert_varied(with_cache.sequences[::num_beams])
@@ -337,8 +362,9 @@ def test_cached_decoding_scores_are_the_teacher_forced_distribution(reversal_mod
     """Each greedy step's logits (computed incrementally from the cache) are those of one teacher-forced pass over the
     whole decoded sequence, whose causal mask hides every later position."""
     ids, mask, _ = reversal_batch(seed=4, rows=5)
-    out = reversal_model.generate(ids, attention_mask=mask, num_beams=1, max_new_tokens=12, output_logits=True,
-                                  return_dict_in_generate=True)
+    out = reversal_model.generate(
+        ids, attention_mask=mask, num_beams=1, max_new_tokens=12, output_logits=True, return_dict_in_generate=True
+    )
     assert_varied(out.sequences)
     logits = reversal_model(input_ids=ids, attention_mask=mask, decoder_input_ids=out.sequences[:, :-1]).logits
     for step, step_logits in enumerate(out.logits):
@@ -369,7 +395,9 @@ def test_each_sentence_stops_at_its_source_length_plus_offset():
     model = tiny_model()
     ids, mask = batch(lengths=(7, 4, 6))
     for offset, num_beams in ((50, 4), (9, 1)):
-        out = model.generate(ids, attention_mask=mask, num_beams=num_beams, max_length_offset=offset, suppress_tokens=[2])
+        out = model.generate(
+            ids, attention_mask=mask, num_beams=num_beams, max_length_offset=offset, suppress_tokens=[2]
+        )
         for row, source_length in enumerate((7, 4, 6)):
             tokens = out[row, 1:].tolist()
             assert 2 in tokens, "the limit ends the hypothesis with </s>"
@@ -390,8 +418,14 @@ def test_beam_scores_use_the_chosen_length_penalty(style):
     model = tiny_model()
     ids, mask = batch(lengths=(6,))
     out = model.generate(
-        ids, attention_mask=mask, num_beams=4, length_penalty=0.6, length_penalty_style=style,
-        max_length_offset=3, output_scores=True, return_dict_in_generate=True,
+        ids,
+        attention_mask=mask,
+        num_beams=4,
+        length_penalty=0.6,
+        length_penalty_style=style,
+        max_length_offset=3,
+        output_scores=True,
+        return_dict_in_generate=True,
     )
     log_prob, length = reference_sequence_log_prob(model, ids, mask, out.sequences[0])
     penalty = ((5 + length) / 6) ** 0.6 if style == "gnmt" else length**0.6
@@ -432,7 +466,12 @@ def test_transformers_beam_search_hooks_are_still_those_the_gnmt_penalty_overrid
     read = {
         "_update_finished_beams": {"cur_len", "decoder_prompt_len", "topk_log_probs", "length_penalty"},
         "_check_early_stop_heuristic": {
-            "cur_len", "decoder_prompt_len", "running_beam_scores", "length_penalty", "early_stopping", "max_length"
+            "cur_len",
+            "decoder_prompt_len",
+            "running_beam_scores",
+            "length_penalty",
+            "early_stopping",
+            "max_length",
         },
     }
     search = inspect.getsource(GenerationMixin._beam_search)
@@ -475,7 +514,9 @@ def test_decoding_steps_read_nothing_back_from_the_device(monkeypatch):
     for new_tokens in (3, 12):
         reads.clear()
         for num_beams in (1, 4):
-            model.generate(ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=new_tokens, min_new_tokens=new_tokens)
+            model.generate(
+                ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=new_tokens, min_new_tokens=new_tokens
+            )
         counts[new_tokens] = len(reads)
     assert counts[3] == counts[12] == 4, (counts, reads)
 
@@ -567,8 +608,9 @@ def base_width_model() -> VanillaTransformerForConditionalGeneration:
 def test_sliced_products_decode_the_tokens_of_nn_linear(num_beams, monkeypatch):
     model = base_width_model()
     ids, mask = batch()
-    kwargs = dict(attention_mask=mask, num_beams=num_beams, max_new_tokens=16, output_scores=True,
-                  return_dict_in_generate=True)
+    kwargs = dict(
+        attention_mask=mask, num_beams=num_beams, max_new_tokens=16, output_scores=True, return_dict_in_generate=True
+    )
     calls = count_calls(monkeypatch, "bmm", "baddbmm")
     sliced = model.generate(ids, **kwargs)
     assert len(calls) > 16 * 4 * 2  # every step's projections and the output projection
@@ -592,7 +634,9 @@ def test_beam_search_gathers_the_self_attention_cache_only(monkeypatch):
     assert cache.cross_attention_cache.layers[0].keys is cross_keys
     assert torch.equal(cache.self_attention_cache.layers[0].keys, self_keys[beam_idx])
 
-    kwargs = dict(attention_mask=mask, num_beams=4, max_new_tokens=16, output_scores=True, return_dict_in_generate=True)
+    kwargs = dict(
+        attention_mask=mask, num_beams=4, max_new_tokens=16, output_scores=True, return_dict_in_generate=True
+    )
     ours = model.generate(ids, **kwargs)
     assert (ours.beam_indices[:, 1:] != ours.beam_indices[:, :1]).any()  # beams were reordered
     monkeypatch.delattr(VanillaTransformerForConditionalGeneration, "_reorder_cache")  # transformers' full reorder

@@ -18,19 +18,18 @@ MODEL_FILE = "hf_vanilla/modeling_vanilla.py"
 # name: (edits of the model file as (exact text, replacement), the test files that must catch it)
 MUTATIONS = {
     "the self-attention cache ignores its past": (
-        [(
-            "                key_states, value_states = cache.update(key_states, value_states, self.layer_idx)\n\n",
-            "                cache.update(key_states, value_states, self.layer_idx)\n\n",
-        )],
+        [
+            (
+                " " * 16 + "key_states, value_states = cache.update(key_states, value_states, self.layer_idx)\n\n",
+                " " * 16 + "cache.update(key_states, value_states, self.layer_idx)\n\n",
+            )
+        ],
         ["test_modeling.py", "test_marian_equivalence.py", "test_remote_code.py"],
     ),
     "the causal mask lets the future in": (
         [
             ("causal_mask = create_causal_mask(", "causal_mask = None and create_causal_mask("),
-            (
-                "self.self_attn = VanillaAttention(config, is_cross_attention=False, is_causal=True, layer_idx=layer_idx)",
-                "self.self_attn = VanillaAttention(config, is_cross_attention=False, is_causal=False, layer_idx=layer_idx)",
-            ),
+            ("is_cross_attention=False, is_causal=True", "is_cross_attention=False, is_causal=False"),
         ],
         ["test_modeling.py", "test_marian_equivalence.py", "test_remote_code.py"],
     ),
@@ -39,10 +38,12 @@ MUTATIONS = {
         ["test_modeling.py", "test_marian_equivalence.py"],  # the remote code holds the same bug as the package
     ),
     "cross-attention ignores the source padding": (
-        [(
-            "attention_mask=encoder_attention_mask,\n            key_value_states=encoder_hidden_states,",
-            "attention_mask=None,\n            key_value_states=encoder_hidden_states,",
-        )],
+        [
+            (
+                "attention_mask=encoder_attention_mask,\n            key_value_states=encoder_hidden_states,",
+                "attention_mask=None,\n            key_value_states=encoder_hidden_states,",
+            )
+        ],
         ["test_modeling.py", "test_marian_equivalence.py"],
     ),
 }
@@ -67,13 +68,32 @@ def failing_tests(copy: Path) -> dict[str, list[str]]:
     """Runs the checked files' default tests against the copy; returns the failing tests of each file."""
     environment = {**os.environ, "PYTHONPATH": str(copy)}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", *[f"tests/{f}" for f in CHECKED_FILES]],
-        cwd=copy, env=environment, capture_output=True, text=True, timeout=1200,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rfE",
+            *[f"tests/{f}" for f in CHECKED_FILES],
+        ],
+        cwd=copy,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
-    assert f"{copy}" in subprocess.run(
-        [sys.executable, "-c", "import hf_vanilla; print(hf_vanilla.__file__)"],
-        cwd=copy, env=environment, capture_output=True, text=True,
-    ).stdout, "the copy's package was not the one imported"
+    assert (
+        f"{copy}"
+        in subprocess.run(
+            [sys.executable, "-c", "import hf_vanilla; print(hf_vanilla.__file__)"],
+            cwd=copy,
+            env=environment,
+            capture_output=True,
+            text=True,
+        ).stdout
+    ), "the copy's package was not the one imported"
     failed: dict[str, list[str]] = {file: [] for file in CHECKED_FILES}
     for match in re.finditer(r"^(?:FAILED|ERROR) tests/(\S+?\.py)::(\S+)", done.stdout, flags=re.MULTILINE):
         failed.setdefault(match.group(1), []).append(match.group(2))

@@ -19,7 +19,10 @@ from hf_vanilla.parsing import (
 )
 from hf_vanilla.tokenization import train_shared_bpe
 
-RAW = "( (S (NP-SBJ-1 (DT The) (NN cat)) (VP (VBD sat) (NP (-NONE- *-1)) (PP-LOC (IN on) (NP (DT the) (NN mat)))) (. .)) )"
+RAW = (
+    "( (S (NP-SBJ-1 (DT The) (NN cat)) (VP (VBD sat) (NP (-NONE- *-1)) "
+    "(PP-LOC (IN on) (NP (DT the) (NN mat)))) (. .)) )"
+)
 
 
 def test_preprocess_strips_function_tags_empty_elements_and_root():
@@ -89,7 +92,11 @@ def test_reader_handles_ldc_layout_and_several_trees_per_file(tmp_path):
     (section / "wsj_0201.mrg").write_text(RAW + "\n" + "( (NP (NN dog)) )\n")
     (section / "wsj_0200.mrg").write_text("((FRAG (NN first)))\n")
     trees = read_treebank(tmp_path)
-    assert [tree_words(t) for t in trees] == [["first"], ["The", "cat", "sat", "*-1", "on", "the", "mat", "."], ["dog"]]
+    assert [tree_words(t) for t in trees] == [
+        ["first"],
+        ["The", "cat", "sat", "*-1", "on", "the", "mat", "."],
+        ["dog"],
+    ]
 
 
 @pytest.mark.parametrize(
@@ -129,7 +136,9 @@ def test_delinearize_always_returns_a_tree_over_exactly_the_words(output):
 
 def test_evalb_identical_trees_score_100():
     tree = preprocess(RAW)
-    assert evalb([tree, tree], [tree, tree]) == dict(precision=100.0, recall=100.0, f1=100.0, exact_match=100.0, sentences=2)
+    assert evalb([tree, tree], [tree, tree]) == dict(
+        precision=100.0, recall=100.0, f1=100.0, exact_match=100.0, sentences=2
+    )
 
 
 GOLD = "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"

@@ -22,16 +22,33 @@ from hf_vanilla.training.preflight import PreflightError
 
 from helpers import RECIPES, WMT_SAMPLE, recipe, require
 
-RESULT_KEYS = {"sacrebleu", "sacrebleu_signature", "tokenized_bleu", "steps", "train_tokens_per_second",
-               "mixed_precision", "best_step", "best_valid_loss"}
+RESULT_KEYS = {
+    "sacrebleu",
+    "sacrebleu_signature",
+    "tokenized_bleu",
+    "steps",
+    "train_tokens_per_second",
+    "mixed_precision",
+    "best_step",
+    "best_valid_loss",
+}
 
 
 def wmt_args(output_dir: Path, **overrides):
     """Arguments of a short WMT-sample run of the translation recipe."""
     defaults = dict(
-        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir),
-        max_steps=2, max_tokens=1500, eval_split="validation", eval_sentences=2, save_every=2, log_every=1,
-        eval_every=0, num_beams=1,
+        preset="demo",
+        dataset=str(require(WMT_SAMPLE)),
+        moses_detokenize=True,
+        output_dir=str(output_dir),
+        max_steps=2,
+        max_tokens=1500,
+        eval_split="validation",
+        eval_sentences=2,
+        save_every=2,
+        log_every=1,
+        eval_every=0,
+        num_beams=1,
     )
     return recipe("wmt_ende").Arguments(**{**defaults, **overrides})
 
@@ -87,8 +104,10 @@ def test_a_checkpoint_holds_the_weights_once(wmt_run):
     total = sum(path.stat().st_size for path in checkpoint.rglob("*") if path.is_file())
     # The weights, then Adam's two moments of the same size; the rest is configuration, tokenizer and state.
     assert 3 * weights < total < 3 * weights + 2_000_000, (weights, total)
-    assert sorted(path.name for path in checkpoint.glob("*.safetensors")) == ["optimizer.safetensors",
-                                                                                 "rng-0.safetensors"]
+    assert sorted(path.name for path in checkpoint.glob("*.safetensors")) == [
+        "optimizer.safetensors",
+        "rng-0.safetensors",
+    ]
 
 
 def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run):
@@ -113,12 +132,42 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
     from hf_vanilla.training.presets import WMT_PRESETS
 
     for name in ("wmt_ende", "ptb_parse"):
-        (args,) = HfArgumentParser(recipe(name).Arguments).parse_args_into_dataclasses([
-            "--preset", "demo", "--vocab-size", "500", "--lr-scale", "2", "--warmup-steps", "10", "--dropout", "0.2",
-            "--attention-dropout", "0.1", "--label-smoothing", "0.2", "--num-beams", "2", "--length-penalty", "1.0",
-            "--max-length-offset", "7", "--update-freq", "2", "--save-every", "3", "--average-last", "2",
-            "--eval-every", "5", "--max-length", "100", "--max-length-ratio", "2",
-        ])
+        (args,) = HfArgumentParser(recipe(name).Arguments).parse_args_into_dataclasses(
+            [
+                "--preset",
+                "demo",
+                "--vocab-size",
+                "500",
+                "--lr-scale",
+                "2",
+                "--warmup-steps",
+                "10",
+                "--dropout",
+                "0.2",
+                "--attention-dropout",
+                "0.1",
+                "--label-smoothing",
+                "0.2",
+                "--num-beams",
+                "2",
+                "--length-penalty",
+                "1.0",
+                "--max-length-offset",
+                "7",
+                "--update-freq",
+                "2",
+                "--save-every",
+                "3",
+                "--average-last",
+                "2",
+                "--eval-every",
+                "5",
+                "--max-length",
+                "100",
+                "--max-length-ratio",
+                "2",
+            ]
+        )
         settings = resolve(args, WMT_PRESETS["demo"], d_model=128)
         assert (settings.vocab_size, settings.lr_scale, settings.warmup_steps, settings.update_freq) == (500, 2, 10, 2)
         assert settings.model_overrides == {"dropout": 0.2, "attention_dropout": 0.1, "label_smoothing": 0.2}
@@ -126,7 +175,12 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
         assert (settings.save_every, settings.average_last, settings.keep_last, settings.eval_every) == (3, 2, 2, 5)
         assert (settings.max_length, settings.max_length_ratio) == (100, 2)
     defaults = resolve(recipe("wmt_ende").Arguments(preset="base"), WMT_PRESETS["base"], d_model=512)
-    assert (defaults.vocab_size, defaults.warmup_steps, defaults.lr_scale, defaults.average_last) == (37000, 4000, 1, 5)
+    assert (defaults.vocab_size, defaults.warmup_steps, defaults.lr_scale, defaults.average_last) == (
+        37000,
+        4000,
+        1,
+        5,
+    )
     assert (defaults.max_length, defaults.max_length_ratio, defaults.eval_every) == (250, 1.5, 1000)
     peak = resolve(recipe("wmt_ende").Arguments(preset="base", learning_rate=1e-3), WMT_PRESETS["base"], d_model=512)
     assert peak_learning_rate(512, 4000, peak.lr_scale) == pytest.approx(1e-3)
@@ -162,9 +216,24 @@ def test_a_dataset_without_the_evaluated_split_stops_before_training(tmp_path):
 
 def test_under_accelerate_launch_a_missing_split_is_one_line_without_traceback(tmp_path):
     done = subprocess.run(
-        ["accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1", str(RECIPES / "wmt_ende.py"),
-         "--dataset", str(require(WMT_SAMPLE)), "--eval-split", "test", "--output-dir", str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=600,
+        [
+            "accelerate",
+            "launch",
+            "--quiet",
+            "--cpu",
+            "--num_processes",
+            "1",
+            str(RECIPES / "wmt_ende.py"),
+            "--dataset",
+            str(require(WMT_SAMPLE)),
+            "--eval-split",
+            "test",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
@@ -208,7 +277,9 @@ def test_a_tokenizer_trained_for_another_run_is_refused(wmt_run, tmp_path):
     assert not (run / "train_log.jsonl").exists()
     done = subprocess.run(
         [sys.executable, str(RECIPES / "wmt_ende.py"), *cli(wmt_args(run, vocab_size=500))],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith(f"wmt_ende: {run / 'tokenizer'} holds a tokenizer trained")
@@ -229,7 +300,10 @@ def test_warm_start_continues_from_the_given_weights_and_tokenizer(wmt_run, tmp_
     results = recipe("wmt_ende").main(wmt_args(tmp_path / "run", init_from=str(initial), learning_rate=1e-12))
     assert results["init_from"] == str(initial) and results["steps"] == 2
     assert (tmp_path / "run" / "tokenizer" / "tokenizer.json").read_text() == (initial / "tokenizer.json").read_text()
-    before, after = load_file(str(initial / "model.safetensors")), load_file(str(tmp_path / "run" / "final" / "model.safetensors"))
+    before, after = (
+        load_file(str(initial / "model.safetensors")),
+        load_file(str(tmp_path / "run" / "final" / "model.safetensors")),
+    )
     assert set(before) == set(after)
     for name, tensor in before.items():  # a learning rate of 1e-12 leaves the weights where they started
         assert (tensor - after[name]).abs().max() < 1e-6, name
@@ -237,8 +311,9 @@ def test_warm_start_continues_from_the_given_weights_and_tokenizer(wmt_run, tmp_
 
 def test_eval_only_scores_a_model_without_training(wmt_run, tmp_path):
     initial = wmt_run[0] / "final"
-    results = recipe("wmt_ende").main(wmt_args(tmp_path / "run", init_from=str(initial), eval_only=True,
-                                               num_beams=4, eval_sentences=4))
+    results = recipe("wmt_ende").main(
+        wmt_args(tmp_path / "run", init_from=str(initial), eval_only=True, num_beams=4, eval_sentences=4)
+    )
     assert results["steps"] == 0 and results["eval_only"] is True and results["averaged_checkpoints"] == []
     # The same model, the same sentences and decoding as the training run's own evaluation.
     assert results["sacrebleu"] == wmt_run[1]["sacrebleu"]
@@ -250,9 +325,21 @@ def test_eval_only_scores_a_model_without_training(wmt_run, tmp_path):
 def test_launcher_precision_is_used_and_recorded(tmp_path):
     """`accelerate launch --mixed_precision bf16` without the recipe's own flag: the run is bf16 and says so."""
     done = subprocess.run(
-        ["accelerate", "launch", "--cpu", "--num_processes", "1", "--mixed_precision", "bf16",
-         str(RECIPES / "wmt_ende.py"), *cli(wmt_args(tmp_path / "run", max_steps=1, save_every=1))],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "ACCELERATE_LOG_LEVEL": "info"},
+        [
+            "accelerate",
+            "launch",
+            "--cpu",
+            "--num_processes",
+            "1",
+            "--mixed_precision",
+            "bf16",
+            str(RECIPES / "wmt_ende.py"),
+            *cli(wmt_args(tmp_path / "run", max_steps=1, save_every=1)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "ACCELERATE_LOG_LEVEL": "info"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
@@ -262,10 +349,32 @@ def test_launcher_precision_is_used_and_recorded(tmp_path):
 
 def _launch(tmp_path: Path, name: str, launcher: list[str], wmt_sample: Path, *extra: str) -> tuple[dict, str]:
     output_dir = tmp_path / name
-    command = ["accelerate", "launch", *launcher, str(RECIPES / "wmt_ende.py"), "--preset", "demo",
-               "--dataset", str(wmt_sample), "--moses-detokenize", "--max-steps", "20", "--max-tokens", "1000",
-               "--eval-split", "validation", "--eval-sentences", "4", "--save-every", "10", "--log-every", "5",
-               "--output-dir", str(output_dir), *extra]
+    command = [
+        "accelerate",
+        "launch",
+        *launcher,
+        str(RECIPES / "wmt_ende.py"),
+        "--preset",
+        "demo",
+        "--dataset",
+        str(wmt_sample),
+        "--moses-detokenize",
+        "--max-steps",
+        "20",
+        "--max-tokens",
+        "1000",
+        "--eval-split",
+        "validation",
+        "--eval-sentences",
+        "4",
+        "--save-every",
+        "10",
+        "--log-every",
+        "5",
+        "--output-dir",
+        str(output_dir),
+        *extra,
+    ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_LOG_LEVEL": "info"}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -284,15 +393,32 @@ def test_two_gloo_processes_train_validate_warm_start_and_evaluate(wmt_sample, t
     # Each update of the 2-process run consumed batches on both processes: about twice the tokens of one process.
     assert 1.5 * one["train_tokens"] < two["train_tokens"] < 2.5 * one["train_tokens"]
     # The validation loss covers the whole validation split whatever the number of processes (same weights at 0).
-    logs = {name: [json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
-            for name in ("one", "two")}
+    logs = {
+        name: [json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
+        for name in ("one", "two")
+    }
     assert [e["step"] for e in logs["two"] if "valid_loss" in e] == [10, 20]
     assert output.count("encoding") <= 4  # the training and validation splits encoded once, by the main process
-    warm, _ = _launch(tmp_path, "warm", ["--multi_gpu", "--num_processes", "2"], wmt_sample,
-                      "--init-from", str(tmp_path / "two" / "final"), "--max-steps", "4")
+    warm, _ = _launch(
+        tmp_path,
+        "warm",
+        ["--multi_gpu", "--num_processes", "2"],
+        wmt_sample,
+        "--init-from",
+        str(tmp_path / "two" / "final"),
+        "--max-steps",
+        "4",
+    )
     assert warm["steps"] == 4 and warm["init_from"] == str(tmp_path / "two" / "final")
-    scored, _ = _launch(tmp_path, "scored", ["--multi_gpu", "--num_processes", "2"], wmt_sample,
-                        "--init-from", str(tmp_path / "two" / "final"), "--eval-only")
+    scored, _ = _launch(
+        tmp_path,
+        "scored",
+        ["--multi_gpu", "--num_processes", "2"],
+        wmt_sample,
+        "--init-from",
+        str(tmp_path / "two" / "final"),
+        "--eval-only",
+    )
     assert scored["steps"] == 0 and scored["sacrebleu"] == two["sacrebleu"]
 
 

@@ -24,17 +24,33 @@ def test_seq2seq_trainer_fine_tunes_tiny_model(wmt_sample, tmp_path):
     data = Dataset.from_dict({"en": [e for e, _ in pairs], "de": [g for _, g in pairs]})
     data = data.map(
         lambda b: tokenizer(b["en"], text_target=b["de"], truncation=True, max_length=64),
-        batched=True, remove_columns=["en", "de"],
+        batched=True,
+        remove_columns=["en", "de"],
     )
     model = tiny_model()
     args = Seq2SeqTrainingArguments(
-        output_dir=str(tmp_path), max_steps=60, per_device_train_batch_size=16, gradient_accumulation_steps=2,
-        learning_rate=3e-3, warmup_steps=5, logging_steps=5, report_to=[], save_strategy="no",
-        predict_with_generate=True, per_device_eval_batch_size=8, use_cpu=True, seed=0, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        max_steps=60,
+        per_device_train_batch_size=16,
+        gradient_accumulation_steps=2,
+        learning_rate=3e-3,
+        warmup_steps=5,
+        logging_steps=5,
+        report_to=[],
+        save_strategy="no",
+        predict_with_generate=True,
+        per_device_eval_batch_size=8,
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
     )
     trainer = Seq2SeqTrainer(
-        model=model, args=args, train_dataset=data, eval_dataset=data.select(range(8)),
-        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model), processing_class=tokenizer,
+        model=model,
+        args=args,
+        train_dataset=data,
+        eval_dataset=data.select(range(8)),
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model),
+        processing_class=tokenizer,
     )
     trainer.train()
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]

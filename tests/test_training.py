@@ -44,7 +44,9 @@ def test_batches_respect_the_budget_cover_every_pair_and_shard_evenly():
         assert max(source[i] for i in batch) * len(batch) <= 120 and max(target[i] for i in batch) * len(batch) <= 120
     assert batches == TokenBudgetBatchSampler(source, target, max_tokens=120, seed=3).all_batches(0)
     assert batches != sampler.all_batches(1)
-    shards = [TokenBudgetBatchSampler(source, target, 120, seed=3, num_replicas=3, rank=r).batches(0) for r in range(3)]
+    shards = [
+        TokenBudgetBatchSampler(source, target, 120, seed=3, num_replicas=3, rank=r).batches(0) for r in range(3)
+    ]
     assert len({len(s) for s in shards}) == 1
     flat = [tuple(b) for s in shards for b in s]
     assert len(flat) == len(set(flat))
@@ -79,16 +81,25 @@ def test_encoded_pairs_batch_equals_padding_each_row_by_hand():
     batch = examples.collate(indices, pad_token_id=1)
     width = max(len(sources[i]) for i in indices)
     assert batch["input_ids"].tolist() == [sources[i] + [1] * (width - len(sources[i])) for i in indices]
-    assert batch["attention_mask"].tolist() == [[1] * len(sources[i]) + [0] * (width - len(sources[i])) for i in indices]
+    assert batch["attention_mask"].tolist() == [
+        [1] * len(sources[i]) + [0] * (width - len(sources[i])) for i in indices
+    ]
     width = max(len(targets[i]) for i in indices)
     assert batch["labels"].tolist() == [targets[i] + [-100] * (width - len(targets[i])) for i in indices]
     assert all(t.dtype == torch.long for t in batch.values())
 
 
 def test_encode_pairs_holds_the_tokenizer_ids_after_a_filter(wmt_sample):
-    """`encode_pairs` reads the ids straight from Arrow; a filtered dataset (an indices mapping) must not shift rows."""
-    pairs = load_translation_corpus(str(wmt_sample))["train"].select(range(300)).filter(lambda p: len(p["translation"]["en"]) % 3)
-    tokenizer = train_shared_bpe((p[lang] for p in pairs["translation"] for lang in ("en", "de")), vocab_size=500, show_progress=False)
+    """`encode_pairs` reads the ids straight from Arrow; a filtered dataset (an indices mapping) must not shift
+    rows."""
+    pairs = (
+        load_translation_corpus(str(wmt_sample))["train"]
+        .select(range(300))
+        .filter(lambda p: len(p["translation"]["en"]) % 3)
+    )
+    tokenizer = train_shared_bpe(
+        (p[lang] for p in pairs["translation"] for lang in ("en", "de")), vocab_size=500, show_progress=False
+    )
     examples = encode_pairs(pairs, tokenizer, "en", "de")
     english = [p["en"] for p in pairs["translation"]]
     german = [p["de"] for p in pairs["translation"]]
@@ -149,5 +160,7 @@ def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
     log = [json.loads(line) for line in (interrupted / "train_log.jsonl").read_text().splitlines()]
     assert [entry["step"] for entry in log] == [1, 2, 3, 4, 5, 6]
     assert [p.name for p in list_checkpoints(interrupted)] == [
-        "checkpoint-00000002", "checkpoint-00000004", "checkpoint-00000006"
+        "checkpoint-00000002",
+        "checkpoint-00000004",
+        "checkpoint-00000006",
     ]

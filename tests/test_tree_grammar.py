@@ -21,8 +21,12 @@ SENTENCES = ["The cat sat on the mat .", "Interleukin-3 prices fell .", "Gold"] 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    texts = [text for tree in TREES for leaves in ("words", "placeholder", "pos") for text in
-             (" ".join(tree_words(tree)), linearize_leaves(tree, leaves))]
+    texts = [
+        text
+        for tree in TREES
+        for leaves in ("words", "placeholder", "pos")
+        for text in (" ".join(tree_words(tree)), linearize_leaves(tree, leaves))
+    ]
     return train_shared_bpe(texts * 3, vocab_size=400, show_progress=False, whitespace_only=True)
 
 
@@ -126,11 +130,17 @@ def test_bad_arguments_are_errors(tokenizer):
 
 @pytest.mark.parametrize("num_beams", [1, 3])
 def test_an_untrained_model_parses_every_sentence_of_a_sorted_batch(tokenizer, num_beams):
-    model = tiny_model(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                       bos_token_id=tokenizer.bos_token_id, decoder_start_token_id=tokenizer.bos_token_id)
+    model = tiny_model(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        decoder_start_token_id=tokenizer.bos_token_id,
+    )
     sentences = SENTENCES + ["Stocks fell sharply ."]
-    free = generate_texts(model, tokenizer, sentences, max_tokens=30, progress=False, num_beams=num_beams,
-                          max_new_tokens=60)
+    free = generate_texts(
+        model, tokenizer, sentences, max_tokens=30, progress=False, num_beams=num_beams, max_new_tokens=60
+    )
     assert any(needed_repair(output, s.split(), "words") for s, output in zip(sentences, free))
     calls = []
 
@@ -138,9 +148,17 @@ def test_an_untrained_model_parses_every_sentence_of_a_sorted_batch(tokenizer, n
         calls.append(input_ids.shape[0])
         return scores
 
-    outputs = generate_texts(model, tokenizer, sentences, max_tokens=30, progress=False, num_beams=num_beams,
-                             max_new_tokens=400, processors_for_batch=tree_grammar_for(tokenizer, "words"),
-                             logits_processor=[also_passed])
+    outputs = generate_texts(
+        model,
+        tokenizer,
+        sentences,
+        max_tokens=30,
+        progress=False,
+        num_beams=num_beams,
+        max_new_tokens=400,
+        processors_for_batch=tree_grammar_for(tokenizer, "words"),
+        logits_processor=[also_passed],
+    )
     for sentence, output in zip(sentences, outputs):
         assert not needed_repair(output, sentence.split(), "words"), output
     assert calls and calls[0] % num_beams == 0

@@ -24,30 +24,54 @@ def wheel_env(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("wheel")
     # A clean copy: setuptools' build/ folder in the checkout would carry files deleted since the last build.
     source = base / "source"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", "build", "dist", "*.egg-info", "runs", "__pycache__", ".pytest_cache", ".ruff_cache"
-    ))
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", "build", "dist", "*.egg-info", "runs", "__pycache__", ".pytest_cache", ".ruff_cache"
+        ),
+    )
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(base / "dist"),
-         str(source)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(base / "dist"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = (base / "dist").glob("hf_vanilla-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for needed in ("hf_vanilla/templates/translation.md.j2", "hf_vanilla/templates/parsing.md.j2",
-                   "hf_vanilla/evaluation/metrics/evalb/evalb.py", "hf_vanilla/linear_vanilla.py"):
+    for needed in (
+        "hf_vanilla/templates/translation.md.j2",
+        "hf_vanilla/templates/parsing.md.j2",
+        "hf_vanilla/evaluation/metrics/evalb/evalb.py",
+        "hf_vanilla/linear_vanilla.py",
+    ):
         assert needed in names, needed
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     packages = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     (Path(packages) / "outside_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     installed = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert installed.returncode == 0, installed.stderr[-3000:]
     return venv
@@ -69,8 +93,17 @@ def test_the_wheel_imports_from_its_own_files(wheel_env, tmp_path):
 @pytest.mark.slow
 def test_push_dry_run_from_the_wheel_builds_the_hub_folder(wheel_env, wmt_run, tmp_path):
     run_dir, results = wmt_run
-    done = run_in(wheel_env, tmp_path, "hf-vanilla", "push", str(run_dir), "someone/vanilla-demo", "--dry-run",
-                  "--build-dir", str(tmp_path / "hub"))
+    done = run_in(
+        wheel_env,
+        tmp_path,
+        "hf-vanilla",
+        "push",
+        str(run_dir),
+        "someone/vanilla-demo",
+        "--dry-run",
+        "--build-dir",
+        str(tmp_path / "hub"),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "not uploaded (--dry-run)" in done.stdout
     card = (tmp_path / "hub" / "README.md").read_text()

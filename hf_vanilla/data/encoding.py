@@ -36,7 +36,8 @@ class EncodedPairs:
         """The pairs `indices`, in that order, as new flat arrays."""
         indices = np.asarray(indices, dtype=np.int64)
         return EncodedPairs(
-            *_gather(self.source_ids, self.source_offsets, indices), *_gather(self.target_ids, self.target_offsets, indices)
+            *_gather(self.source_ids, self.source_offsets, indices),
+            *_gather(self.target_ids, self.target_offsets, indices),
         )
 
     def length_filter(self, max_length: int | None, max_ratio: float | None) -> tuple["EncodedPairs", dict]:
@@ -48,8 +49,12 @@ class EncodedPairs:
         longer, shorter = np.maximum(source, target), np.maximum(np.minimum(source, target), 1)
         unbalanced = (longer > max_ratio * shorter) if max_ratio else np.zeros(len(self), dtype=bool)
         keep = ~(too_long | unbalanced)
-        dropped = {"too_long": int(too_long.sum()), "length_ratio": int((unbalanced & ~too_long).sum()),
-                   "kept": int(keep.sum()), "total": len(self)}
+        dropped = {
+            "too_long": int(too_long.sum()),
+            "length_ratio": int((unbalanced & ~too_long).sum()),
+            "kept": int(keep.sum()),
+            "total": len(self),
+        }
         if not keep.any():
             raise ValueError(
                 f"the length filter (at most {max_length} tokens, ratio {max_ratio}) drops all {len(self)} pairs"
@@ -91,7 +96,9 @@ def _padded(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, fill: int
     positions = np.arange(lengths.max())
     inside = positions[None, :] < lengths[:, None]
     gathered = ids[np.where(inside, starts[:, None] + positions[None, :], 0)]
-    return torch.from_numpy(np.where(inside, gathered, fill).astype(np.int64)), torch.from_numpy(inside.astype(np.int64))
+    return torch.from_numpy(np.where(inside, gathered, fill).astype(np.int64)), torch.from_numpy(
+        inside.astype(np.int64)
+    )
 
 
 def encode_pairs(

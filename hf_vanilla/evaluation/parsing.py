@@ -8,7 +8,12 @@ from .evalb import evalb
 
 
 def parse_and_score(
-    model, tokenizer, sentences: list[str], gold: list[str], tree_grammar: bool = True, progress: bool = True,
+    model,
+    tokenizer,
+    sentences: list[str],
+    gold: list[str],
+    tree_grammar: bool = True,
+    progress: bool = True,
     **generate_kwargs,
 ) -> tuple[dict, list[str], list[dict]]:
     """Parses `sentences` (space-separated words) and scores the trees against `gold`: (figures, predicted trees,

@@ -5,7 +5,12 @@ from .bleu import sacrebleu_score, tokenized_bleu
 
 
 def translate_and_score(
-    model, tokenizer, sources: list[str], references: list[str], target_lang: str, progress: bool = True,
+    model,
+    tokenizer,
+    sources: list[str],
+    references: list[str],
+    target_lang: str,
+    progress: bool = True,
     **generate_kwargs,
 ) -> tuple[dict, list[dict]]:
     """Translates `sources` (the model's generation config, overridden by `generate_kwargs`) and scores them against

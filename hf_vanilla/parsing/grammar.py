@@ -54,7 +54,9 @@ class TreeVocabulary:
         whitespace_only=True)`, as the parsing recipe trains it, does): a label whose closing bracket is not one token
         can never be opened."""
         texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
-        closing = {m.group(1): i for i, t in enumerate(texts) if t.startswith(" ") and (m := _CLOSING.fullmatch(t[1:]))}
+        closing = {
+            m.group(1): i for i, t in enumerate(texts) if t.startswith(" ") and (m := _CLOSING.fullmatch(t[1:]))
+        }
         opening_first, opening, label = [], [], {}
         for i, text in enumerate(texts):
             match = _OPENING.fullmatch(text.removeprefix(" "))
@@ -68,7 +70,13 @@ class TreeVocabulary:
         # A POS leaf is one whole piece (a space, then no bracket), so that the output stays one symbol per leaf.
         tag_tokens = [i for i, text in enumerate(texts) if leaf_tokens[i] and _WHOLE_PIECE.fullmatch(text)]
         return cls(
-            opening_first, opening, label, closing, leaf_tokens, tag_tokens, frozenset(tag_tokens),
+            opening_first,
+            opening,
+            label,
+            closing,
+            leaf_tokens,
+            tag_tokens,
+            frozenset(tag_tokens),
             tokenizer.eos_token_id,
         )
 
@@ -87,6 +95,7 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
         if leaves == "pos":
             self.pieces = None  # any one tag token stands for the tag of the next word
         else:
+
             def ids(text: str) -> list[int]:
                 return tokenizer(" " + text, add_special_tokens=False)["input_ids"]
 
@@ -172,4 +181,6 @@ def tree_grammar_for(tokenizer, leaves: str) -> Callable[[list[str]], LogitsProc
     vocabulary read once. A tokenizer without one-token brackets is a ValueError here, before any decoding."""
     _check_leaves(leaves)
     vocabulary = TreeVocabulary.of(tokenizer)
-    return lambda sentences: LogitsProcessorList([TreeGrammarLogitsProcessor(tokenizer, sentences, leaves, vocabulary)])
+    return lambda sentences: LogitsProcessorList(
+        [TreeGrammarLogitsProcessor(tokenizer, sentences, leaves, vocabulary)]
+    )

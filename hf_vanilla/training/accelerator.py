@@ -14,7 +14,8 @@ _LAUNCHED_PROCESS_VARIABLES = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE",
 
 CPU_PROCESSES_HINT = (
     "`accelerate launch --cpu --num_processes N` starts one process unless it is given an MPI hostfile "
-    "(--mpirun_hostfile). For N gloo processes on one CPU machine run `accelerate launch --multi_gpu --num_processes N "
+    "(--mpirun_hostfile). For N gloo processes on one CPU machine run "
+    "`accelerate launch --multi_gpu --num_processes N "
     "...`: without a GPU the recipe runs each process on the CPU."
 )
 

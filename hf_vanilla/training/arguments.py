@@ -21,8 +21,10 @@ class RecipeArguments:
     )
     max_tokens: int | None = field(
         default=None,
-        metadata={"help": "Padded source (and target) tokens per batch and process. Default: the preset's tokens per "
-                  "update divided by processes x update-freq (the paper: 25,000 per update)."},
+        metadata={
+            "help": "Padded source (and target) tokens per batch and process. Default: the preset's tokens per "
+            "update divided by processes x update-freq (the paper: 25,000 per update)."
+        },
     )
     update_freq: int = field(default=1, metadata={"help": "Batches accumulated per update (simulates more GPUs)."})
     seed: int = field(default=1, metadata={"help": "Seed of initialisation, batching and dropout."})
@@ -38,8 +40,10 @@ class RecipeArguments:
     )
     eval_only: bool = field(
         default=False,
-        metadata={"help": "Train nothing: score --init-from (or OUTPUT_DIR/final) on --eval-split, write results "
-                  "and the card."},
+        metadata={
+            "help": "Train nothing: score --init-from (or OUTPUT_DIR/final) on --eval-split, write results "
+            "and the card."
+        },
     )
     # The paper's hyper-parameters (section 5), each defaulting to the preset
     vocab_size: int | None = field(default=None, metadata={"help": "Shared BPE vocabulary size."})
@@ -62,8 +66,10 @@ class RecipeArguments:
     )
     max_length_ratio: float | None = field(
         default=None,
-        metadata={"help": "Training pairs whose longer side has more than this times the tokens of the shorter are "
-                  "dropped (0: no ratio filter)."},
+        metadata={
+            "help": "Training pairs whose longer side has more than this times the tokens of the shorter are "
+            "dropped (0: no ratio filter)."
+        },
     )
     # Checkpoints and evaluation
     save_every: int | None = field(default=None, metadata={"help": "Updates between checkpoints."})
@@ -72,13 +78,17 @@ class RecipeArguments:
     log_every: int = field(default=50, metadata={"help": "Updates between log lines."})
     eval_every: int | None = field(
         default=None,
-        metadata={"help": "Updates between validation losses (train_log.jsonl, trackers); 0: none. The best "
-                  "checkpoint by validation loss is kept in OUTPUT_DIR/best."},
+        metadata={
+            "help": "Updates between validation losses (train_log.jsonl, trackers); 0: none. The best "
+            "checkpoint by validation loss is kept in OUTPUT_DIR/best."
+        },
     )
     eval_metric_sentences: int = field(
         default=0,
-        metadata={"help": "Also decode this many validation sentences (greedy) at each validation and score them "
-                  "(BLEU or EVALB F1)."},
+        metadata={
+            "help": "Also decode this many validation sentences (greedy) at each validation and score them "
+            "(BLEU or EVALB F1)."
+        },
     )
     eval_split: str = field(default="test", metadata={"help": "Held-out split scored at the end (test, validation)."})
     eval_sentences: int | None = field(default=None, metadata={"help": "Score only the first N held-out sentences."})
@@ -134,8 +144,19 @@ def resolve(args: RecipeArguments, preset: TrainingPreset, d_model: int) -> RunS
     problems = []
     if args.lr_scale is not None and args.learning_rate is not None:
         problems.append("give --lr-scale or --learning-rate, not both")
-    for name in ("max_steps", "max_tokens", "update_freq", "vocab_size", "warmup_steps", "num_beams", "save_every",
-                 "keep_last", "average_last", "log_every", "max_length"):
+    for name in (
+        "max_steps",
+        "max_tokens",
+        "update_freq",
+        "vocab_size",
+        "warmup_steps",
+        "num_beams",
+        "save_every",
+        "keep_last",
+        "average_last",
+        "log_every",
+        "max_length",
+    ):
         value = getattr(args, name)
         if value is not None and value < 1:
             problems.append(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -160,11 +181,13 @@ def resolve(args: RecipeArguments, preset: TrainingPreset, d_model: int) -> RunS
         lr_scale = args.learning_rate / peak_learning_rate(d_model, warmup)
     average_last = pick("average_last", preset.average_last)
     model_overrides = {
-        name: getattr(args, name) for name in ("dropout", "attention_dropout", "label_smoothing")
+        name: getattr(args, name)
+        for name in ("dropout", "attention_dropout", "label_smoothing")
         if getattr(args, name) is not None
     }
     decoding = {
-        name: getattr(args, name) for name in ("num_beams", "length_penalty", "max_length_offset")
+        name: getattr(args, name)
+        for name in ("num_beams", "length_penalty", "max_length_offset")
         if getattr(args, name) is not None
     }
     ratio = pick("max_length_ratio", preset.max_length_ratio)

@@ -125,7 +125,8 @@ def _fsync_tree(folder: Path) -> None:
 def _write_manifest(folder: Path) -> None:
     files = {
         str(path.relative_to(folder)): {"bytes": path.stat().st_size, "sha256": _sha256(path)}
-        for path in sorted(folder.rglob("*")) if path.is_file() and path.name != MANIFEST
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != MANIFEST
     }
     (folder / MANIFEST).write_text(json.dumps({"files": files}, indent=1))
 
@@ -144,7 +145,14 @@ def _set_rng_state(state: dict[str, torch.Tensor]) -> None:
 
 
 def save_checkpoint(
-    accelerator: Accelerator, output_dir: Path, step: int, model, optimizer, scheduler, tokenizer, state: dict,
+    accelerator: Accelerator,
+    output_dir: Path,
+    step: int,
+    model,
+    optimizer,
+    scheduler,
+    tokenizer,
+    state: dict,
     keep_last: int,
 ) -> Path:
     """Writes `checkpoint-STEP` (see the module docstring) atomically and durably, then keeps the newest `keep_last`
@@ -167,8 +175,13 @@ def save_checkpoint(
                 (temporary / "optimizer.json").write_text(json.dumps(settings))
                 scaler = accelerator.scaler.state_dict() if accelerator.scaler is not None else None
                 scheduler_state = {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
-                full_state = {**state, "step": step, "scheduler": scheduler_state, "scaler": scaler,
-                              "num_processes": accelerator.num_processes}
+                full_state = {
+                    **state,
+                    "step": step,
+                    "scheduler": scheduler_state,
+                    "scaler": scaler,
+                    "num_processes": accelerator.num_processes,
+                }
                 (temporary / STATE_FILE).write_text(json.dumps(full_state, indent=2))
         with _agreed(accelerator, f"could not save {final.name} in {output_dir}"):  # (no collective inside a block)
             save_file(_rng_state(), str(temporary / f"rng-{accelerator.process_index}.safetensors"))
@@ -238,10 +251,11 @@ def list_checkpoints(output_dir: Path) -> list[Path]:
     if not output_dir.is_dir():
         return []
     found = [
-        p for p in output_dir.glob(f"{PREFIX}*")
-        if p.is_dir() and p.name[len(PREFIX):].isdigit() and (p / STATE_FILE).is_file() and (p / MODEL_DIR).is_dir()
+        p
+        for p in output_dir.glob(f"{PREFIX}*")
+        if p.is_dir() and p.name[len(PREFIX) :].isdigit() and (p / STATE_FILE).is_file() and (p / MODEL_DIR).is_dir()
     ]
-    return sorted(found, key=lambda p: int(p.name[len(PREFIX):]))
+    return sorted(found, key=lambda p: int(p.name[len(PREFIX) :]))
 
 
 def latest_valid_checkpoint(output_dir: Path, report=print) -> Path | None:
@@ -316,7 +330,9 @@ def average_checkpoints(checkpoints: list[Path], output: Path) -> Path:
             raise CheckpointError(f"{folder} holds different parameters from {folders[0]}: cannot average them.")
         for name, tensor in weights.items():
             if name in total and tensor.shape != total[name].shape:
-                raise CheckpointError(f"{folder}: {name} has shape {tuple(tensor.shape)}, not {tuple(total[name].shape)}.")
+                raise CheckpointError(
+                    f"{folder}: {name} has shape {tuple(tensor.shape)}, not {tuple(total[name].shape)}."
+                )
             total[name] = total.get(name, 0) + tensor.double()
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)

@@ -102,8 +102,12 @@ class Progress:
         total = settings.max_train_minutes if self.by_minutes else settings.max_steps
         initial = round(seconds / 60, 2) if self.by_minutes else step
         self.bar = tqdm(
-            total=total, initial=initial, disable=not accelerator.is_main_process, desc="training",
-            unit="min" if self.by_minutes else "update", dynamic_ncols=True,
+            total=total,
+            initial=initial,
+            disable=not accelerator.is_main_process,
+            desc="training",
+            unit="min" if self.by_minutes else "update",
+            dynamic_ncols=True,
         )
 
     def update(self, seconds: float) -> None:
@@ -133,8 +137,12 @@ def train(
     output_dir.mkdir(parents=True, exist_ok=True)
     max_tokens = batch_tokens(settings, accelerator.num_processes, examples)
     sampler = TokenBudgetBatchSampler(
-        examples.source_lengths, examples.target_lengths, max_tokens, settings.seed,
-        accelerator.num_processes, accelerator.process_index,
+        examples.source_lengths,
+        examples.target_lengths,
+        max_tokens,
+        settings.seed,
+        accelerator.num_processes,
+        accelerator.process_index,
     )
     optimizer = paper_optimizer(model.parameters())
     # Not passed to prepare(): Accelerate would step it once per process, and the schedule counts updates.
@@ -143,7 +151,9 @@ def train(
     progress = TrainingProgress()
 
     if resume:
-        checkpoint = latest_valid_checkpoint(output_dir, report=lambda line: logger.warning(line, main_process_only=True))
+        checkpoint = latest_valid_checkpoint(
+            output_dir, report=lambda line: logger.warning(line, main_process_only=True)
+        )
         if checkpoint is not None:
             progress.load_state_dict(load_checkpoint(accelerator, checkpoint, model, optimizer, scheduler))
             logger.info(f"Resumed from {checkpoint} at update {progress.step}", main_process_only=True)
@@ -186,8 +196,10 @@ def train(
             num_items = int(examples.target_lengths[pairs].sum())  # target tokens of the whole update
             window_tokens += int(examples.source_lengths[pairs].sum()) + num_items
             for index, indices in enumerate(group):
-                batch = {k: v.to(accelerator.device, non_blocking=True)
-                         for k, v in examples.collate(indices, tokenizer.pad_token_id).items()}
+                batch = {
+                    k: v.to(accelerator.device, non_blocking=True)
+                    for k, v in examples.collate(indices, tokenizer.pad_token_id).items()
+                }
                 sync = index == len(group) - 1
                 with nullcontext() if sync else accelerator.no_sync(model):
                     loss = model(**batch, num_items_in_batch=num_items).loss  # prepare() added the autocast
@@ -208,8 +220,10 @@ def train(
             if stop_check and any_process(accelerator, signals.received is not None):
                 finished = True
                 signals.received = signals.received or "SIGTERM"
-                logger.warning(f"{signals.received}: saving a checkpoint at update {progress.step} and stopping",
-                               main_process_only=True)
+                logger.warning(
+                    f"{signals.received}: saving a checkpoint at update {progress.step} and stopping",
+                    main_process_only=True,
+                )
             if logging_now or finished:
                 now = time.perf_counter()
                 tokens = int(accelerator.reduce(torch.tensor(window_tokens, device=accelerator.device), "sum"))
@@ -225,12 +239,18 @@ def train(
                     "padding": round(padding, 4),
                 }
                 write_log(metrics)
-                bar.bar.set_postfix(loss=metrics["loss"], lr=f"{metrics['lr']:.2e}", tok_s=metrics["tokens_per_second"])
+                bar.bar.set_postfix(
+                    loss=metrics["loss"], lr=f"{metrics['lr']:.2e}", tok_s=metrics["tokens_per_second"]
+                )
                 progress.tokens += tokens
                 window_start, window_tokens, window_updates = now, 0, 0
                 window_loss.zero_()
             paused = time.perf_counter()
-            if validation is not None and settings.eval_every and (progress.step % settings.eval_every == 0 or finished):
+            if (
+                validation is not None
+                and settings.eval_every
+                and (progress.step % settings.eval_every == 0 or finished)
+            ):
                 figures = validation(accelerator, model)
                 write_log({"step": progress.step, **figures})
                 if accelerator.is_main_process:
@@ -240,8 +260,17 @@ def train(
                     save_model_folder(accelerator, model, output_dir / BEST_DIR, tokenizer)
             if progress.step % settings.save_every == 0 or finished:
                 progress.train_seconds = elapsed()
-                save_checkpoint(accelerator, output_dir, progress.step, model, optimizer, scheduler, tokenizer,
-                                progress.state_dict(), settings.keep_last)
+                save_checkpoint(
+                    accelerator,
+                    output_dir,
+                    progress.step,
+                    model,
+                    optimizer,
+                    scheduler,
+                    tokenizer,
+                    progress.state_dict(),
+                    settings.keep_last,
+                )
             window_start += time.perf_counter() - paused  # validation and saving are not training speed
             if finished:
                 break

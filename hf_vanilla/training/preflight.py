@@ -63,8 +63,9 @@ def check_hub(repo_id: str, token: str | None = None) -> None:
         HfApi(token=token).whoami()
     except Exception as error:  # offline mode, no network, a revoked token: all mean no upload after training
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PreflightError(f"--push-to-hub {repo_id}: the Hugging Face Hub cannot be reached or refuses the token "
-                             f"({first_line})") from error
+        raise PreflightError(
+            f"--push-to-hub {repo_id}: the Hugging Face Hub cannot be reached or refuses the token ({first_line})"
+        ) from error
 
 
 def run_checks(accelerator: Accelerator, checks: Iterable[Callable[[], None]]) -> None:

@@ -36,35 +36,71 @@ class TrainingPreset:
     max_length: int | None = 250
     max_length_ratio: float | None = 1.5
     max_source_words: int | None = None  # held-out pairs longer than this are dropped (and training pairs, by default)
-    max_train_source_words: int | None = None  # training pairs longer than this are dropped (default: max_source_words)
+    max_train_source_words: int | None = (
+        None  # training pairs longer than this are dropped (default: max_source_words)
+    )
 
 
 WMT_PRESETS = {
     # Section 5.2: ~25,000 source and 25,000 target tokens an update, 100k updates (base) or 300k (big), checkpoints
     # every 10 minutes averaged (here: every 1,000 / 3,000 updates).
     "base": TrainingPreset(
-        model_preset="base", vocab_size=37000, tokens_per_step=25000, warmup_steps=4000, max_steps=100_000,
-        average_last=5, save_every=1000, eval_every=1000,
+        model_preset="base",
+        vocab_size=37000,
+        tokens_per_step=25000,
+        warmup_steps=4000,
+        max_steps=100_000,
+        average_last=5,
+        save_every=1000,
+        eval_every=1000,
     ),
     "big": TrainingPreset(
-        model_preset="big", vocab_size=37000, tokens_per_step=25000, warmup_steps=4000, max_steps=300_000,
-        average_last=20, save_every=3000, eval_every=3000,
+        model_preset="big",
+        vocab_size=37000,
+        tokens_per_step=25000,
+        warmup_steps=4000,
+        max_steps=300_000,
+        average_last=20,
+        save_every=3000,
+        eval_every=3000,
     ),
     # Section 6.1: big English-French, dropout 0.1, 32,000 word-pieces.
     "big_enfr": TrainingPreset(
-        model_preset="big_enfr", vocab_size=32000, tokens_per_step=25000, warmup_steps=4000, max_steps=300_000,
-        average_last=20, save_every=3000, eval_every=3000,
+        model_preset="big_enfr",
+        vocab_size=32000,
+        tokens_per_step=25000,
+        warmup_steps=4000,
+        max_steps=300_000,
+        average_last=20,
+        save_every=3000,
+        eval_every=3000,
     ),
     # The offline CPU demo on the Bible corpus: tested on verses of at most 16 words, trained on those of at most 32,
     # half the paper's learning rate; `docs/experiments.md` has the runs behind each value.
     "demo": TrainingPreset(
-        model_preset="demo", vocab_size=4000, tokens_per_step=2000, warmup_steps=400, max_steps=2400,
-        average_last=3, save_every=100, eval_every=600, lr_scale=0.5, max_source_words=16, max_train_source_words=32,
+        model_preset="demo",
+        vocab_size=4000,
+        tokens_per_step=2000,
+        warmup_steps=400,
+        max_steps=2400,
+        average_last=3,
+        save_every=100,
+        eval_every=600,
+        lr_scale=0.5,
+        max_source_words=16,
+        max_train_source_words=32,
     ),
     # For tests of the recipe itself (kills, resumes, launches): the tiny model, seconds an update on a CPU.
     "tiny": TrainingPreset(
-        model_preset="tiny", vocab_size=1000, tokens_per_step=1000, warmup_steps=10, max_steps=12, average_last=2,
-        save_every=3, eval_every=6, max_source_words=16,
+        model_preset="tiny",
+        vocab_size=1000,
+        tokens_per_step=1000,
+        warmup_steps=10,
+        max_steps=12,
+        average_last=2,
+        save_every=3,
+        eval_every=6,
+        max_source_words=16,
     ),
 }
 
@@ -73,13 +109,30 @@ PARSING_PRESETS = {
     # Section 6.3: 4 layers, d_model 1024 (16 heads, d_ff 4096), 16k BPE for WSJ only, beam 21, alpha 0.3, +300.
     # Linearized trees are 3-4 times as long as their sentences: no length-ratio filter.
     "parsing": TrainingPreset(
-        model_preset="parsing", vocab_size=16000, tokens_per_step=25000, warmup_steps=4000, max_steps=100_000,
-        average_last=5, save_every=1000, eval_every=1000, max_length=None, max_length_ratio=None,
+        model_preset="parsing",
+        vocab_size=16000,
+        tokens_per_step=25000,
+        warmup_steps=4000,
+        max_steps=100_000,
+        average_last=5,
+        save_every=1000,
+        eval_every=1000,
+        max_length=None,
+        max_length_ratio=None,
     ),
     # The offline CPU demo on NLTK's WSJ sample: a 128-wide parser that copies the words into its trees, a quarter of
     # the paper's learning rate; `docs/experiments.md` has the runs behind each value.
     "demo": TrainingPreset(
-        model_preset="demo_parsing", vocab_size=4000, tokens_per_step=2000, warmup_steps=400, max_steps=2400,
-        average_last=3, save_every=100, eval_every=600, lr_scale=0.25, max_length=None, max_length_ratio=None,
+        model_preset="demo_parsing",
+        vocab_size=4000,
+        tokens_per_step=2000,
+        warmup_steps=400,
+        max_steps=2400,
+        average_last=3,
+        save_every=100,
+        eval_every=600,
+        lr_scale=0.25,
+        max_length=None,
+        max_length_ratio=None,
     ),
 }

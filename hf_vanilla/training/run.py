@@ -48,7 +48,8 @@ def run_recipe(main: Callable, args, name: str):
     if hasattr(signal, "SIGXFSZ"):  # a file over the size limit: an OSError (handled) rather than a silent death
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     logging.basicConfig(
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S",
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
         level=logging.INFO if first_process else logging.WARNING,
     )
     for noisy in ("httpx", "datasets", "transformers"):  # their INFO lines are per-file chatter
@@ -59,7 +60,9 @@ def run_recipe(main: Callable, args, name: str):
         raise SystemExit(f"{name}: {error}" if first_process else 1) from None
 
 
-def start(project: str, args: RecipeArguments, presets: dict[str, TrainingPreset]) -> tuple[Accelerator, TrainingPreset, Path]:
+def start(
+    project: str, args: RecipeArguments, presets: dict[str, TrainingPreset]
+) -> tuple[Accelerator, TrainingPreset, Path]:
     """The preset, the output folder and the `Accelerator` (precision as launched unless --mixed-precision is given),
     seeded. DeepSpeed is refused before Accelerate starts it."""
     if args.preset not in presets:
@@ -86,8 +89,14 @@ def settings_for(args: RecipeArguments, preset: TrainingPreset) -> RunSettings:
 
 
 def run_tokenizer(
-    accelerator: Accelerator, args: RecipeArguments, output_dir: Path, train_split, languages: tuple[str, str],
-    settings: RunSettings, dataset: str, whitespace_only: bool = False,
+    accelerator: Accelerator,
+    args: RecipeArguments,
+    output_dir: Path,
+    train_split,
+    languages: tuple[str, str],
+    settings: RunSettings,
+    dataset: str,
+    whitespace_only: bool = False,
 ):
     """The tokenizer of `--init-from` (recorded as such in OUTPUT_DIR/tokenizer), or the shared BPE trained for this
     run on its training split; either way a tokenizer folder from another run is refused."""
@@ -117,7 +126,9 @@ def run_tokenizer(
     return AutoTokenizer.from_pretrained(folder)
 
 
-def run_model(args: RecipeArguments, settings: RunSettings, tokenizer, **overrides) -> VanillaTransformerForConditionalGeneration:
+def run_model(
+    args: RecipeArguments, settings: RunSettings, tokenizer, **overrides
+) -> VanillaTransformerForConditionalGeneration:
     """`--init-from`'s model, or a new one of the preset's size; the command line's dropout, label smoothing and
     decoding settings applied to either."""
     overrides = {**overrides, **settings.model_overrides}
@@ -203,14 +214,27 @@ def hardware_description(accelerator: Accelerator) -> str:
 def untrained_result(accelerator: Accelerator) -> TrainingResult:
     """The training figures of an --eval-only run."""
     return TrainingResult(
-        steps=0, epochs=0, train_seconds=0.0, train_tokens=0, train_tokens_per_second=0.0, final_loss=float("nan"),
-        padding_fraction=0.0, mixed_precision=accelerator.mixed_precision, batch_tokens=0,
+        steps=0,
+        epochs=0,
+        train_seconds=0.0,
+        train_tokens=0,
+        train_tokens_per_second=0.0,
+        final_loss=float("nan"),
+        padding_fraction=0.0,
+        mixed_precision=accelerator.mixed_precision,
+        batch_tokens=0,
     )
 
 
 def results_record(
-    accelerator: Accelerator, args: RecipeArguments, settings: RunSettings, training: TrainingResult, model,
-    averaged: list[str], evaluation: dict, extra: dict,
+    accelerator: Accelerator,
+    args: RecipeArguments,
+    settings: RunSettings,
+    training: TrainingResult,
+    model,
+    averaged: list[str],
+    evaluation: dict,
+    extra: dict,
 ) -> dict:
     """results.json: what was evaluated and how it was trained, with the settings really in force."""
     return {

@@ -47,8 +47,9 @@ class Validation:
             batch = mine[index] if index < len(mine) else self.batches[0]
             weight = 1.0 if index < len(mine) else 0.0
             inputs = {k: v.to(accelerator.device) for k, v in self.examples.collate(batch, self.pad_token_id).items()}
-            logits = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-                           labels=inputs["labels"]).logits
+            logits = model(
+                input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], labels=inputs["labels"]
+            ).logits
             labels = inputs["labels"]
             smoothed = label_smoothed_cross_entropy(logits, labels, epsilon, self.pad_token_id, num_items_in_batch=1)
             nll = label_smoothed_cross_entropy(logits, labels, 0.0, self.pad_token_id, num_items_in_batch=1)

@@ -2,7 +2,8 @@
 
     from hf_vanilla.evaluation.evalb import load_evalb_metric
     evalb = load_evalb_metric()  # or evaluate.load(str(hf_vanilla.evaluation.evalb.METRIC_DIR))
-    evalb.compute(predictions=["(S (NP (NN cats)) (VP (VBP sleep)))"], references=["(S (NP (NN cats)) (VP (VBP sleep)))"])
+    tree = "(S (NP (NN cats)) (VP (VBP sleep)))"
+    evalb.compute(predictions=[tree], references=[tree])
 
 The computation is `hf_vanilla.evaluation.evalb.evalb` (labelled brackets, TOP and -NONE- deleted, punctuation ignored,
 ADVP = PRT, all sentence lengths); a sentence whose words differ between prediction and reference is an error.
@@ -38,7 +39,9 @@ class Evalb(evaluate.Metric):
             description=__doc__,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+            ),
             reference_urls=["https://nlp.cs.nyu.edu/evalb/"],
         )
 
