@@ -316,7 +316,8 @@ class VanillaPreTrainedModel(PreTrainedModel):
 def _check_token_ids(ids: torch.Tensor, vocab_size: int, name: str, check_range: bool = True) -> None:
     """A clear ValueError for token ids that are not a non-empty (batch, length) batch inside the vocabulary (on a GPU
     an id outside it would be a device-side assert). The range check reads one boolean back from the device, a host
-    sync: `check_range=False` skips it where the ids are the model's own choices."""
+    sync: `check_range=False` skips it where the ids are the model's own choices, and in training (the recipes check
+    their whole corpus once instead), so that a training step never waits for the device."""
     if ids.dim() != 2:
         raise ValueError(f"{name} must have shape (batch_size, sequence_length), got {tuple(ids.shape)}.")
     if ids.numel() == 0:
@@ -355,7 +356,7 @@ class VanillaEncoder(VanillaPreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of input_ids or inputs_embeds to the encoder.")
         if input_ids is not None:
-            _check_token_ids(input_ids, self.config.vocab_size, "input_ids")
+            _check_token_ids(input_ids, self.config.vocab_size, "input_ids", check_range=not self.training)
             inputs_embeds = self.embed_tokens(input_ids)
         elif inputs_embeds.dim() != 3 or inputs_embeds.shape[1] == 0:
             raise ValueError(f"inputs_embeds must be a non-empty (batch, length, d_model) tensor, got {tuple(inputs_embeds.shape)}.")
@@ -418,7 +419,8 @@ class VanillaDecoder(VanillaPreTrainedModel):
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         if input_ids is not None:
             # Continuing from a cache, the ids are generate()'s own choices: no host sync per decoding step to check them.
-            _check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids", check_range=past_length == 0)
+            check_range = past_length == 0 and not self.training
+            _check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids", check_range=check_range)
             inputs_embeds = self.embed_tokens(input_ids)
         if encoder_attention_mask is not None and tuple(encoder_attention_mask.shape) != tuple(
             encoder_hidden_states.shape[:2]

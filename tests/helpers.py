@@ -81,8 +81,9 @@ def tiny_examples():
     return EncodedPairs.from_lists(ids, [list(reversed(x[:-1])) + [2] for x in ids])
 
 
-def run_loop(output_dir: Path, max_steps: int, resume: bool = False):
-    """The training loop on `tiny_examples` (checkpoints every 2 updates): (TrainingResult, trained model)."""
+def run_loop(output_dir: Path, max_steps: int, resume: bool = False, **settings):
+    """The training loop on `tiny_examples` (checkpoints every 2 updates unless `settings` say otherwise):
+    (TrainingResult, trained model)."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
@@ -93,7 +94,7 @@ def run_loop(output_dir: Path, max_steps: int, resume: bool = False):
     tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
     model = tiny_model().train()
     result = train(
-        accelerator, model, tokenizer, tiny_examples(), run_settings(max_steps=max_steps), output_dir, resume
+        accelerator, model, tokenizer, tiny_examples(), run_settings(max_steps=max_steps, **settings), output_dir, resume
     )
     return result, model
 

@@ -164,3 +164,44 @@ def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
         "checkpoint-00000004",
         "checkpoint-00000006",
     ]
+
+
+def test_an_update_reads_nothing_back_from_the_device(tmp_path, monkeypatch):
+    """On a GPU every host read of a tensor (bool(), item(), float()) waits for the device. The loop keeps its loss on
+    the device and reads it only when logging; the model checks token ids only outside training (the loop checks the
+    corpus once): as many reads for 12 updates as for 3."""
+    import traceback
+
+    reads = []
+
+    def record(original):
+        def read(self, *args):
+            caller = traceback.extract_stack()[-2].filename
+            if "hf_vanilla" in caller:
+                reads.append(caller)
+            return original(self, *args)
+
+        return read
+
+    for name in ("__bool__", "item", "__float__", "__int__", "tolist"):
+        monkeypatch.setattr(torch.Tensor, name, record(getattr(torch.Tensor, name)))
+    counts = {}
+    for steps in (3, 12):
+        reads.clear()
+        run_loop(tmp_path / str(steps), steps, log_every=1000, save_every=1000)
+        counts[steps] = len(reads)  # the final log and checkpoint read what they report and save
+    assert counts[3] == counts[12], (counts, reads)
+
+
+def test_a_corpus_with_ids_outside_the_vocabulary_is_refused_before_training(tmp_path):
+    from accelerate import Accelerator
+
+    from hf_vanilla.data.encoding import EncodedPairs
+    from hf_vanilla.training.loop import train
+
+    from helpers import run_settings
+
+    examples = EncodedPairs.from_lists([[5, 2], [1000, 2]], [[5, 2], [6, 2]])
+    tokenizer = type("Tok", (), {"pad_token_id": 0})()
+    with pytest.raises(ValueError, match="token id 1000, outside the model's 1000"):
+        train(Accelerator(cpu=True), tiny_model().train(), tokenizer, examples, run_settings(), tmp_path)

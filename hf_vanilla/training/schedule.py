@@ -10,9 +10,12 @@ def inverse_sqrt_lr(step: int, d_model: int, warmup_steps: int, scale: float = 1
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-def paper_optimizer(parameters, betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9) -> torch.optim.Adam:
-    """Adam(beta1 0.9, beta2 0.98, epsilon 1e-9) with base lr 1, scaled by `paper_scheduler`."""
-    return torch.optim.Adam(parameters, lr=1.0, betas=betas, eps=eps)
+def paper_optimizer(
+    parameters, betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9, fused: bool | None = None
+) -> torch.optim.Adam:
+    """Adam(beta1 0.9, beta2 0.98, epsilon 1e-9) with base lr 1, scaled by `paper_scheduler`; `fused` picks torch's
+    fused implementation."""
+    return torch.optim.Adam(parameters, lr=1.0, betas=betas, eps=eps, fused=fused)
 
 
 def paper_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int, scale: float = 1.0) -> LambdaLR:
