@@ -23,10 +23,9 @@ from hf_vanilla.training.preflight import PreflightError, check_hub, check_split
 from hf_vanilla.training.presets import PARSING_PRESETS
 from hf_vanilla.training.run import (
     average_final,
-    encoded_split,
+    finish,
+    first,
     interrupted,
-    publish,
-    results_record,
     run_model,
     run_recipe,
     run_tokenizer,
@@ -34,9 +33,8 @@ from hf_vanilla.training.run import (
     start,
     training_examples,
     untrained_result,
-    write_outputs,
+    validation_for,
 )
-from hf_vanilla.training.validation import Validation
 
 LANGUAGES = ("words", "tree")  # the two sides of each pair
 
@@ -111,7 +109,7 @@ def main(args: Arguments) -> dict:
         examples = training_examples(accelerator, corpus["train"], tokenizer, LANGUAGES, settings, output_dir)
         validation = None
         if validate:
-            held = corpus["validation"].select(range(min(settings.eval_metric_sentences, len(corpus["validation"]))))
+            held = first(corpus["validation"], settings.eval_metric_sentences)
 
             def validation_f1(current) -> dict:
                 words = [pair["words"] for pair in held["translation"]]
@@ -120,11 +118,15 @@ def main(args: Arguments) -> dict:
                 )
                 return {"valid_evalb_f1": figures["evalb_f1"]}
 
-            validation = Validation(
-                encoded_split(accelerator, corpus["validation"], tokenizer, LANGUAGES, output_dir, "validation"),
-                max_tokens=4 * preset.tokens_per_step,
-                pad_token_id=tokenizer.pad_token_id,
-                metric=validation_f1 if settings.eval_metric_sentences else None,
+            validation = validation_for(
+                accelerator,
+                corpus["validation"],
+                tokenizer,
+                LANGUAGES,
+                output_dir,
+                settings,
+                preset.tokens_per_step,
+                validation_f1,
             )
         training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
         if interrupted(accelerator, training, output_dir):
@@ -135,29 +137,22 @@ def main(args: Arguments) -> dict:
     # Evaluation with the paper's decoding, results, card, upload: on the main process.
     results = {}
     if accelerator.is_main_process:
-        held_out = corpus[args.eval_split]
-        if args.eval_sentences:
-            held_out = held_out.select(range(min(args.eval_sentences, len(held_out))))
+        held_out = first(corpus[args.eval_split], args.eval_sentences)
         model = model.to(accelerator.device).eval()
         sentences = [pair["words"] for pair in held_out["translation"]]
         evaluation, predictions, samples = parse_and_score(
             model, tokenizer, sentences, held_out["gold"], args.tree_grammar
         )
         (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
-        evaluation["eval_split"] = args.eval_split
         extra = {
             "task": "parsing",
             "treebank": args.treebank,
             "tree_leaves": model.config.tree_leaves,
             "tree_grammar": args.tree_grammar,
         }
-        results = results_record(accelerator, args, settings, training, model, averaged, evaluation, extra)
-        write_outputs(output_dir, results, samples, model, args.push_to_hub)
-        accelerator.log(
-            {f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))}, step=training.steps
+        results = finish(
+            accelerator, args, settings, training, model, averaged, evaluation, samples, extra, output_dir
         )
-        if args.push_to_hub:
-            publish(output_dir, args.push_to_hub)
     accelerator.wait_for_everyone()
     accelerator.end_training()
     return results

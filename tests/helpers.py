@@ -71,6 +71,29 @@ def run_settings(**overrides):
     return RunSettings(**{**defaults, **overrides})
 
 
+def tiny_recipe(output_dir: Path, *flags: str) -> subprocess.Popen:
+    """The translation recipe run directly (one process, one thread) with the tiny preset on the shared WMT sample,
+    writing into `output_dir`, its stderr in `output_dir`.log."""
+    command = [
+        sys.executable,
+        str(RECIPES / "wmt_ende.py"),
+        "--preset",
+        "tiny",
+        "--dataset",
+        str(require(WMT_SAMPLE)),
+        "--moses-detokenize",
+        "--eval-split",
+        "validation",
+        "--output-dir",
+        str(output_dir),
+        *flags,
+    ]
+    with output_dir.with_suffix(".log").open("w") as log:
+        return subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "OMP_NUM_THREADS": "1"}
+        )
+
+
 def tiny_examples():
     """120 random pairs (3-11 ids + </s>), each target its source reversed."""
     from hf_vanilla.data.encoding import EncodedPairs
@@ -94,7 +117,13 @@ def run_loop(output_dir: Path, max_steps: int, resume: bool = False, **settings)
     tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
     model = tiny_model().train()
     result = train(
-        accelerator, model, tokenizer, tiny_examples(), run_settings(max_steps=max_steps, **settings), output_dir, resume
+        accelerator,
+        model,
+        tokenizer,
+        tiny_examples(),
+        run_settings(max_steps=max_steps, **settings),
+        output_dir,
+        resume,
     )
     return result, model
 

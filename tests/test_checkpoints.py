@@ -18,7 +18,7 @@ import torch
 from hf_vanilla.training import checkpoints
 from hf_vanilla.training.checkpoints import CheckpointError, list_checkpoints, verify_checkpoint
 
-from helpers import RECIPES, WMT_SAMPLE, require, run_loop
+from helpers import run_loop, tiny_recipe
 
 
 def truncate(path: Path) -> None:
@@ -112,31 +112,7 @@ def test_a_real_file_size_limit_stops_the_recipe_with_one_line(tmp_path):
     """RLIMIT_FSIZE set on the running recipe after its first checkpoint: the next file too large to write."""
     output_dir = tmp_path / "run"
     log = tmp_path / "run.log"
-    with log.open("w") as handle:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                str(RECIPES / "wmt_ende.py"),
-                "--preset",
-                "tiny",
-                "--dataset",
-                str(require(WMT_SAMPLE)),
-                "--moses-detokenize",
-                "--eval-split",
-                "validation",
-                "--max-steps",
-                "1000",
-                "--save-every",
-                "3",
-                "--eval-every",
-                "0",
-                "--output-dir",
-                str(output_dir),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=handle,
-            env={**os.environ, "OMP_NUM_THREADS": "1"},
-        )
+    process = tiny_recipe(output_dir, "--max-steps", "1000", "--save-every", "3", "--eval-every", "0")
     deadline = time.monotonic() + 600
     while not (output_dir / "checkpoint-00000003").exists() and time.monotonic() < deadline:
         time.sleep(0.01)

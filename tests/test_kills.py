@@ -9,7 +9,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from helpers import RECIPES, WMT_SAMPLE, require
+from helpers import RECIPES, WMT_SAMPLE, require, tiny_recipe
 
 TESTS = Path(__file__).resolve().parent
 LAUNCHERS = {  # processes (or "fsdp": 2 processes, the model sharded by FSDP2) -> the command before the recipe
@@ -170,21 +169,19 @@ def test_fsdp_training_computes_what_ddp_computes(tmp_path):
 def test_a_stop_signal_saves_at_the_next_update_and_exits_cleanly(stop, tmp_path):
     output_dir = tmp_path / "run"
     log = tmp_path / "run.log"
-    with log.open("w") as handle:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                str(RECIPES / "wmt_ende.py"),
-                *recipe_flags(output_dir),
-                "--max-steps",
-                "1000",
-                "--save-every",
-                "1000",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=handle,
-            env=environment(),
-        )
+    process = tiny_recipe(
+        output_dir,
+        "--eval-sentences",
+        "2",
+        "--num-beams",
+        "1",
+        "--log-every",
+        "1",
+        "--max-steps",
+        "1000",
+        "--save-every",
+        "1000",
+    )
     deadline = time.monotonic() + 600
     while logged_updates(output_dir) < 2 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.01)

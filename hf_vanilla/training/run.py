@@ -34,6 +34,7 @@ from .collectives import broadcast_value
 from .loop import TrainingResult
 from .preflight import PreflightError, refuse_deepspeed
 from .presets import TrainingPreset, new_model
+from .validation import Validation
 
 logger = get_logger(__name__)
 
@@ -191,6 +192,55 @@ def interrupted(accelerator: Accelerator, training: TrainingResult, output_dir: 
     )
     accelerator.end_training()
     return True
+
+
+def validation_for(
+    accelerator: Accelerator,
+    pairs,
+    tokenizer,
+    languages: tuple[str, str],
+    output_dir: Path,
+    settings: RunSettings,
+    tokens_per_step: int,
+    metric: Callable[[torch.nn.Module], dict],
+) -> Validation:
+    """Validation on `pairs` (encoded once, like the training split), with `metric` (decoding a few of them) when
+    --eval-metric-sentences asks for it."""
+    examples = encoded_split(accelerator, pairs, tokenizer, languages, output_dir, "validation")
+    return Validation(
+        examples,
+        max_tokens=4 * tokens_per_step,
+        pad_token_id=tokenizer.pad_token_id,
+        metric=metric if settings.eval_metric_sentences else None,
+    )
+
+
+def first(pairs, count: int | None):
+    """The first `count` rows of a dataset (all of them for None)."""
+    return pairs if count is None else pairs.select(range(min(count, len(pairs))))
+
+
+def finish(
+    accelerator: Accelerator,
+    args: RecipeArguments,
+    settings: RunSettings,
+    training: TrainingResult,
+    model,
+    averaged: list[str],
+    evaluation: dict,
+    samples: list[dict],
+    extra: dict,
+    output_dir: Path,
+) -> dict:
+    """On the main process, after evaluation: results.json, samples, the card, the trackers, the upload."""
+    evaluation = {**evaluation, "eval_split": args.eval_split}
+    results = results_record(accelerator, args, settings, training, model, averaged, evaluation, extra)
+    write_outputs(output_dir, results, samples, model, args.push_to_hub)
+    figures = {f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))}
+    accelerator.log(figures, step=training.steps)
+    if args.push_to_hub:
+        publish(output_dir, args.push_to_hub)
+    return results
 
 
 def average_final(accelerator: Accelerator, output_dir: Path, average_last: int) -> tuple[Path, list[str]]:
