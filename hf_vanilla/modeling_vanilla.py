@@ -161,9 +161,10 @@ class VanillaAttention(nn.Module):
                 )
                 key_states, value_states = cache.update(key_states, value_states, self.layer_idx)
 
-        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
-            self.config._attn_implementation, eager_attention_forward
-        )
+        # Only eager attention computes the weights: a call that asks for them runs eager (its masks too, see
+        # `_mask_config`) rather than returning none.
+        implementation = "eager" if _wants_attention_weights(self.config, kwargs) else self.config._attn_implementation
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
         attn_output, attn_weights = attention_interface(
             self,
             query_states,
@@ -327,6 +328,21 @@ def _check_token_ids(ids: torch.Tensor, vocab_size: int, name: str, check_range:
         )
 
 
+def _wants_attention_weights(config: VanillaTransformerConfig, kwargs: dict) -> bool:
+    """Whether this call returns attention weights (`output_attentions` passed, or set in the config)."""
+    return bool(kwargs.get("output_attentions", config.output_attentions))
+
+
+def _mask_config(config: VanillaTransformerConfig, kwargs: dict) -> VanillaTransformerConfig:
+    """The config the attention masks are built for: a copy set to eager when the call asks for attention weights
+    and the model's implementation (e.g. SDPA, whose masks eager attention cannot read) returns none."""
+    if config._attn_implementation == "eager" or not _wants_attention_weights(config, kwargs):
+        return config
+    eager = copy.copy(config)
+    eager._attn_implementation = "eager"
+    return eager
+
+
 class VanillaEncoder(VanillaPreTrainedModel):
     """The encoder stack: embeddings * sqrt(d_model) + positions, dropout, then N encoder layers."""
 
@@ -369,7 +385,7 @@ class VanillaEncoder(VanillaPreTrainedModel):
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
 
         attention_mask = create_bidirectional_mask(
-            config=self.config, inputs_embeds=hidden_states, attention_mask=attention_mask
+            config=_mask_config(self.config, kwargs), inputs_embeds=hidden_states, attention_mask=attention_mask
         )
         for layer in self.layers:
             hidden_states = layer(hidden_states, attention_mask, **kwargs)
@@ -435,14 +451,15 @@ class VanillaDecoder(VanillaPreTrainedModel):
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
 
         self_attn_cache = past_key_values.self_attention_cache if past_key_values is not None else None
+        mask_config = _mask_config(self.config, kwargs)
         causal_mask = create_causal_mask(
-            config=self.config,
+            config=mask_config,
             inputs_embeds=hidden_states,
             attention_mask=attention_mask,
             past_key_values=self_attn_cache,
         )
         encoder_attention_mask = create_bidirectional_mask(
-            config=self.config,
+            config=mask_config,
             inputs_embeds=hidden_states,
             attention_mask=encoder_attention_mask,
             encoder_hidden_states=encoder_hidden_states,
