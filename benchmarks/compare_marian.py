@@ -4,8 +4,9 @@
     python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --batch-size 64
 
 Builds hf_vanilla, `MarianMTModel` and `FSMTForConditionalGeneration` at Transformer-base size (6+6 layers, 512, 2048,
-8 heads, one shared 32k vocabulary). MarianMTModel gets hf_vanilla's very weights (its layout differs only in the fused
-projections), so both compute the same function: the script checks that their logits agree before timing anything.
+8 heads, one shared 32k vocabulary). MarianMTModel gets hf_vanilla's very weights (`to_marian`: the fused projections
+split, the d_model axis permuted to Marian's sinusoid layout), so both compute the same function: the script checks
+that their logits agree before timing anything.
 FSMT gets the same shapes and seed. Prints a table and writes JSON (--json): training tokens/s (forward, backward,
 Adam step, label smoothing 0.1) and peak memory at a fixed token batch; `generate()` target tokens/s, greedy and beam
 4, at batch 1 and 16 on real English sentences with a fixed number of new tokens; the token-budget sampler's

@@ -23,7 +23,7 @@ def _read_lines(path: str) -> list[str]:
     try:
         return Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as error:
-        raise SystemExit(f"hf-vanilla: cannot read {path}: {error.strerror}")
+        raise SystemExit(f"hf-vanilla: cannot read {path}: {error.strerror}") from None
 
 
 def _score_bleu(args: argparse.Namespace) -> None:
@@ -34,7 +34,7 @@ def _score_bleu(args: argparse.Namespace) -> None:
         score, signature = sacrebleu_score(hypotheses, references)
         tokenized = tokenized_bleu(hypotheses, references, args.lang)
     except ValueError as error:
-        raise SystemExit(f"hf-vanilla: {error}")
+        raise SystemExit(f"hf-vanilla: {error}") from None
     print(json.dumps({"sacrebleu": score, "sacrebleu_signature": signature, "tokenized_bleu": tokenized}))
 
 
@@ -44,7 +44,7 @@ def _score_evalb(args: argparse.Namespace) -> None:
     try:
         print(json.dumps(evalb(_read_lines(args.gold), _read_lines(args.predicted))))
     except ValueError as error:
-        raise SystemExit(f"hf-vanilla: {error}")
+        raise SystemExit(f"hf-vanilla: {error}") from None
 
 
 def _fail(message: str) -> SystemExit:
@@ -65,7 +65,7 @@ def _load(model_name: str):
         model = AutoModelForSeq2SeqLM.from_pretrained(model_name)
         tokenizer = AutoTokenizer.from_pretrained(model_name)
     except (OSError, ValueError) as error:
-        raise _fail(f"cannot load model {model_name!r}: {str(error).splitlines()[0]}")
+        raise _fail(f"cannot load model {model_name!r}: {str(error).splitlines()[0]}") from None
     device = "cuda" if torch.cuda.is_available() else "cpu"
     return model.to(device).eval(), tokenizer
 
@@ -87,7 +87,8 @@ def _check_lengths(args: argparse.Namespace, lines: list[str], tokenizer) -> Non
 
 
 def _decoding_flags(args: argparse.Namespace) -> dict:
-    return {k: v for k, v in {"num_beams": args.num_beams, "length_penalty": args.length_penalty}.items() if v is not None}
+    flags = {"num_beams": args.num_beams, "length_penalty": args.length_penalty}
+    return {k: v for k, v in flags.items() if v is not None}
 
 
 def _translate(args: argparse.Namespace) -> None:
@@ -117,7 +118,7 @@ def _parse(args: argparse.Namespace) -> None:
     try:
         grammar = tree_grammar_for(tokenizer, leaves) if args.tree_grammar else None
     except ValueError as error:
-        raise _fail(f"{args.model}: {error} Decode with --no-tree-grammar.")
+        raise _fail(f"{args.model}: {error} Decode with --no-tree-grammar.") from None
     outputs = generate_texts(
         model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), processors_for_batch=grammar,
         **_decoding_flags(args),
@@ -137,7 +138,71 @@ def _push(args: argparse.Namespace) -> None:
             return
         print(f"published {args.repo_id}: {push_model_folder(folder, args.repo_id, private=args.private)}")
     except (CardError, PublishError) as error:
-        raise _fail(str(error))
+        raise _fail(str(error)) from None
+
+
+def _import_marian(args: argparse.Namespace) -> None:
+    from .convert import ConversionError, import_marian
+
+    _quiet_loading()
+    try:
+        output = import_marian(args.source, args.output)
+    except ConversionError as error:
+        raise _fail(f"cannot convert {args.source}: {error}") from None
+    except (OSError, ValueError) as error:
+        raise _fail(f"cannot load Marian model {args.source!r}: {str(error).splitlines()[0]}") from None
+    print(f"hf_vanilla model and tokenizer written to {output}")
+
+
+def _export_marian(args: argparse.Namespace) -> None:
+    from .convert import ConversionError, export_marian
+
+    _quiet_loading()
+    try:
+        output = export_marian(args.model, args.output)
+    except ConversionError as error:
+        raise _fail(f"cannot convert {args.model}: {error}") from None
+    except (OSError, ValueError) as error:
+        raise _fail(f"cannot load model {args.model!r}: {str(error).splitlines()[0]}") from None
+    print(f"MarianMTModel written to {output}")
+
+
+def _export_ct2(args: argparse.Namespace) -> None:
+    try:
+        from .ct2 import export_ct2
+    except ImportError as error:
+        raise _fail(str(error)) from None
+    _quiet_loading()
+    try:
+        output = export_ct2(args.model, args.output, quantization=args.quantization, force=args.force)
+    except ImportError as error:
+        raise _fail(str(error)) from None
+    except FileExistsError as error:
+        raise _fail(str(error)) from None
+    except (OSError, ValueError) as error:
+        raise _fail(f"cannot export {args.model!r}: {str(error).splitlines()[0]}") from None
+    print(f"CTranslate2 model ({args.quantization or 'float32'}) and tokenizer written to {output}")
+
+
+def _attention(args: argparse.Namespace) -> None:
+    from .attention_plots import PLOTS_MISSING, attention_maps, plot_attention
+
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise _fail(PLOTS_MISSING) from None
+    if not args.source.strip():
+        raise _fail("--source is empty")
+    model, tokenizer = _load(args.model)
+    maps = attention_maps(model, tokenizer, args.source, args.target)
+    written = plot_attention(maps, args.output)
+    print(f"{len(written)} plots and attention.npz written to {args.output}")
+
+
+def _quiet_loading() -> None:
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
 
 
 def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
@@ -150,11 +215,17 @@ def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer.")
+    parser = argparse.ArgumentParser(
+        prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     average = commands.add_parser("average-checkpoints", help="Average checkpoints into a loadable model folder.")
-    average.add_argument("run_dir", nargs="?", default=".", help="A recipe's output folder (its checkpoint-* folders).")
-    average.add_argument("--last", type=int, default=5, help="Average the newest N complete checkpoints (paper: 5 base, 20 big).")
+    average.add_argument(
+        "run_dir", nargs="?", default=".", help="A recipe's output folder (its checkpoint-* folders)."
+    )
+    average.add_argument(
+        "--last", type=int, default=5, help="Average the newest N complete checkpoints (paper: 5 base, 20 big)."
+    )
     average.add_argument("--checkpoints", nargs="+", help="Explicit checkpoint or model folders instead.")
     average.add_argument("--output", required=True, help="Folder for the averaged model.")
     average.set_defaults(run=_average)
@@ -170,20 +241,51 @@ def build_parser() -> argparse.ArgumentParser:
     translate = commands.add_parser("translate", help="Translate sentences (stdin or --input) to stdout, one a line.")
     _add_decoding_arguments(translate)
     translate.set_defaults(run=_translate)
-    parse = commands.add_parser("parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed.")
+    parse = commands.add_parser(
+        "parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed."
+    )
     _add_decoding_arguments(parse)
     parse.add_argument(
         "--no-tree-grammar", dest="tree_grammar", action="store_false",
         help="Decode freely, as the paper did (default: only well-formed trees over the input words).",
     )
     parse.set_defaults(run=_parse)
-    push = commands.add_parser("push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it.")
+    push = commands.add_parser(
+        "push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it."
+    )
     push.add_argument("folder", help="A recipe's output folder, or a model folder holding its results.json.")
     push.add_argument("repo_id", help="The Hub repository, e.g. user/transformer-base-wmt14-ende.")
     push.add_argument("--private", action="store_true")
     push.add_argument("--build-dir", help="Where to build the uploaded folder (default: FOLDER/hub).")
     push.add_argument("--dry-run", action="store_true", help="Build and check the folder, do not upload.")
     push.set_defaults(run=_push)
+    importer = commands.add_parser(
+        "import-marian", help="Convert a MarianMTModel (e.g. an OPUS-MT model) into an hf_vanilla model folder."
+    )
+    importer.add_argument("source", help="A MarianMTModel folder or Hub id, e.g. Helsinki-NLP/opus-mt-en-de.")
+    importer.add_argument("output", help="Folder for the hf_vanilla model and the tokenizer.")
+    importer.set_defaults(run=_import_marian)
+    exporter = commands.add_parser("export-marian", help="Convert an hf_vanilla model into a MarianMTModel folder.")
+    exporter.add_argument("model", help="An hf_vanilla model folder or Hub id.")
+    exporter.add_argument("output", help="Folder for the MarianMTModel and the tokenizer.")
+    exporter.set_defaults(run=_export_marian)
+    ct2 = commands.add_parser("export-ct2", help="Convert an hf_vanilla model into a CTranslate2 model folder.")
+    ct2.add_argument("model", help="An hf_vanilla model folder or Hub id (with its tokenizer).")
+    ct2.add_argument("output", help="Folder for the CTranslate2 model and the tokenizer files.")
+    ct2.add_argument(
+        "--quantization", help="CTranslate2 weight type: int8, int8_float32, int8_float16, int8_bfloat16, int16, "
+        "float16, bfloat16 or float32 (default: float32, the model's own weights).",
+    )
+    ct2.add_argument("--force", action="store_true", help="Replace OUTPUT if it exists.")
+    ct2.set_defaults(run=_export_ct2)
+    attention = commands.add_parser(
+        "attention", help="PNG heatmaps of every layer's and head's attention for one sentence (pair).",
+    )
+    attention.add_argument("model", help="A model folder or a Hub id.")
+    attention.add_argument("--source", required=True, help="The source sentence.")
+    attention.add_argument("--target", help="The target sentence (default: the model's own translation).")
+    attention.add_argument("--output", required=True, help="Folder for the PNGs and attention.npz.")
+    attention.set_defaults(run=_attention)
     return parser
 
 

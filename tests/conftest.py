@@ -6,7 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from helpers import NLTK_DATA, WMT_SAMPLE, recipe, require, train_reversal_model
+from helpers import (
+    NLTK_DATA,
+    WMT_SAMPLE,
+    random_marian,
+    recipe,
+    require,
+    reversal_tokenizer,
+    train_reversal_model,
+    write_opus_tokenizer,
+)
 
 
 @pytest.fixture
@@ -35,13 +44,35 @@ def reversal_model_dir(reversal_model, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def reversal_folder(reversal_model, tmp_path_factory) -> Path:
+    """The reversal model saved with its word-level tokenizer (`helpers.reversal_tokenizer`)."""
+    folder = tmp_path_factory.mktemp("reversal_folder")
+    reversal_model.save_pretrained(folder)
+    reversal_tokenizer().save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def opus_folder(tmp_path_factory) -> Path:
+    """A folder shaped like an OPUS-MT checkout: a `MarianMTModel` saved with `save_pretrained` (untrained:
+    `helpers.random_marian` with weights of std 0.15, whose greedy outputs differ from sentence to sentence), beside
+    OPUS-MT's tokenizer files (source.spm, target.spm, vocab.json; SentencePiece models trained here on the shared
+    WMT sample)."""
+    pytest.importorskip("sentencepiece", reason="OPUS-MT's MarianTokenizer needs sentencepiece (the marian extra)")
+    folder = tmp_path_factory.mktemp("opus_mt")
+    vocab_size = write_opus_tokenizer(folder)
+    random_marian(vocab_size, init_std=0.15).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def wmt_run(tmp_path_factory) -> tuple[Path, dict]:
     """A real 4-step run of the WMT recipe on the shared WMT sample: its output folder and results."""
     wmt_ende = recipe("wmt_ende")
     output_dir = tmp_path_factory.mktemp("wmt_run")
     args = wmt_ende.Arguments(
-        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir), max_steps=4,
-        max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1,
+        preset="demo", dataset=str(require(WMT_SAMPLE)), moses_detokenize=True, output_dir=str(output_dir),
+        max_steps=4, max_tokens=1500, eval_split="validation", eval_sentences=4, save_every=2, log_every=1,
     )
     return output_dir, wmt_ende.main(args)
 
