@@ -48,27 +48,32 @@ def vocabulary(tokenizer, vocab_size: int) -> list[str]:
     return tokens
 
 
+def _copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A float32 copy: CTranslate2's quantization rewrites the arrays it is given, which would be the model's own."""
+    return tensor.detach().to(torch.float32, copy=True)
+
+
 def _linear(spec, linear: torch.nn.Module) -> None:
-    spec.weight = linear.weight.detach().float()
+    spec.weight = _copy(linear.weight)
     if linear.bias is not None:
-        spec.bias = linear.bias.detach().float()
+        spec.bias = _copy(linear.bias)
 
 
 def _layer_norm(spec, norm: torch.nn.LayerNorm) -> None:
-    spec.gamma = norm.weight.detach().float()
-    spec.beta = norm.bias.detach().float()
+    spec.gamma = _copy(norm.weight)
+    spec.beta = _copy(norm.bias)
 
 
 def _stack(spec, stack, config, max_positions: int) -> None:
     """Embeddings, scale, positions and the final layer norm (pre-norm) of an encoder or decoder stack."""
     embeddings = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
-    embeddings.weight = stack.embed_tokens.weight.detach().float()
+    embeddings.weight = _copy(stack.embed_tokens.weight)
     spec.scale_embeddings = float(stack.embed_scale)
     table = stack.embed_positions.table
     if table is None:
         spec.position_encodings.encodings = sinusoidal_positions(0, max_positions, config.d_model, "cpu")
     else:
-        spec.position_encodings.encodings = table.weight.detach().float()
+        spec.position_encodings.encodings = _copy(table.weight)
     if stack.layer_norm is not None:
         _layer_norm(spec.layer_norm, stack.layer_norm)
 
@@ -165,7 +170,6 @@ def export_ct2(
     if tokenizer is None:
         raise ValueError("export_ct2 needs the model's tokenizer: CTranslate2 maps tokens, not ids")
     tokens = vocabulary(tokenizer, model.config.vocab_size)
-    model = copy.deepcopy(model).float().eval() if model.dtype != torch.float32 else model.eval()
     _converter_class()(model, tokens, max_positions).convert(str(output), quantization=quantization, force=True)
     tokenizer.save_pretrained(output)
     return output

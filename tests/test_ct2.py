@@ -139,6 +139,16 @@ def test_exported_model_scores_tokens_as_hf_vanilla(name, tmp_path):
             assert ours.std() > 0.05  # log-probabilities that differ from token to token
 
 
+def test_quantized_export_leaves_the_model_unchanged(tmp_path):
+    model = VanillaTransformerForConditionalGeneration(
+        VanillaTransformerConfig.from_preset("tiny", vocab_size=REVERSAL_VOCAB)
+    ).eval()
+    before = copy.deepcopy(model.state_dict())
+    for quantization in ("int8", "float16"):
+        export_ct2(model, tmp_path / quantization, tokenizer=reversal_tokenizer(), quantization=quantization)
+    assert all(torch.equal(tensor, before[name]) for name, tensor in model.state_dict().items())
+
+
 def test_int8_export_translates_and_is_smaller(reversal_folder, reversal_model, tmp_path, capsys):
     cli_main(["export-ct2", str(reversal_folder), str(tmp_path / "fp32")])
     cli_main(["export-ct2", str(reversal_folder), str(tmp_path / "int8"), "--quantization", "int8"])
