@@ -175,9 +175,7 @@ def _export_ct2(args: argparse.Namespace) -> None:
     _quiet_loading()
     try:
         output = export_ct2(args.model, args.output, quantization=args.quantization, force=args.force)
-    except ImportError as error:
-        raise _fail(str(error)) from None
-    except FileExistsError as error:
+    except (ImportError, FileExistsError) as error:
         raise _fail(str(error)) from None
     except (OSError, ValueError) as error:
         raise _fail(f"cannot export {args.model!r}: {str(error).splitlines()[0]}") from None
@@ -185,6 +183,7 @@ def _export_ct2(args: argparse.Namespace) -> None:
 
 
 def _attention(args: argparse.Namespace) -> None:
+    from . import VanillaPreTrainedModel
     from .attention_plots import PLOTS_MISSING, attention_maps, plot_attention
 
     try:
@@ -194,6 +193,8 @@ def _attention(args: argparse.Namespace) -> None:
     if not args.source.strip():
         raise _fail("--source is empty")
     model, tokenizer = _load(args.model)
+    if not isinstance(model, VanillaPreTrainedModel):  # e.g. a MarianMTModel: its SDPA attention returns no weights
+        model.set_attn_implementation("eager")
     maps = attention_maps(model, tokenizer, args.source, args.target)
     written = plot_attention(maps, args.output)
     print(f"{len(written)} plots and attention.npz written to {args.output}")
