@@ -38,7 +38,8 @@ PAD, BOS, EOS = 0, 1, 2
 
 def vanilla_model() -> VanillaTransformerForConditionalGeneration:
     config = VanillaTransformerConfig.from_preset(
-        "base", vocab_size=BASE["vocab"], pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS, decoder_start_token_id=BOS
+        "base", vocab_size=BASE["vocab"], pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS,
+        decoder_start_token_id=BOS,
     )
     torch.manual_seed(0)
     return VanillaTransformerForConditionalGeneration(config)
@@ -66,7 +67,8 @@ def english_batches(tokens_per_sentence: int, count: int) -> torch.Tensor:
     rows = []
     if source.exists():
         for line in source.read_text(encoding="utf-8").splitlines()[:count]:
-            ids = [3 + (b * 131 + i * 17) % (BASE["vocab"] - 3) for i, b in enumerate(line.encode()[: tokens_per_sentence - 1])]
+            folded = enumerate(line.encode()[: tokens_per_sentence - 1])
+            ids = [3 + (b * 131 + i * 17) % (BASE["vocab"] - 3) for i, b in folded]
             ids += [3 + (len(ids) * 7919) % (BASE["vocab"] - 3)] * (tokens_per_sentence - 1 - len(ids))
             rows.append(ids + [EOS])
     while len(rows) < count:
@@ -108,7 +110,10 @@ def training_speed(model, source, target, device, dtype, steps: int, own_loss: b
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = (time.perf_counter() - start) / steps
-    figures = {"train_tokens_per_s": round((source.numel() + target.numel()) / seconds, 1), "train_step_s": round(seconds, 4)}
+    figures = {
+        "train_tokens_per_s": round((source.numel() + target.numel()) / seconds, 1),
+        "train_step_s": round(seconds, 4),
+    }
     if device.type == "cuda":
         figures["peak_memory_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
         parameters = sum(p.numel() for p in model.parameters())
@@ -269,9 +274,13 @@ def main() -> None:
     source = english_batches(args.length, args.batch_size)
     target = source.roll(1, 0)
     results = {name: {} for name in models}
-    results["hf_vanilla"]["max_logit_difference_vs_marian"] = check_same_function(vanilla, models["MarianMTModel"], source, target)
+    results["hf_vanilla"]["max_logit_difference_vs_marian"] = check_same_function(
+        vanilla, models["MarianMTModel"], source, target
+    )
     for name, model in models.items():
-        results[name].update(training_speed(model, source, target, device, dtype, args.train_steps, name == "hf_vanilla"))
+        results[name].update(
+            training_speed(model, source, target, device, dtype, args.train_steps, name == "hf_vanilla")
+        )
         if device.type == "cpu":
             results[name]["peak_memory_mib"] = cpu_peak_memory(name, args.batch_size, args.length)
         for batch in (1, 16):
@@ -282,7 +291,9 @@ def main() -> None:
                 )
     results["matmul_bound"] = {
         kind: {
-            f"generate_{label}_b{batch}_tok_s": decoding_matmul_bound(vanilla, batch, beams, device, dtype, kind == "nn.Linear")
+            f"generate_{label}_b{batch}_tok_s": decoding_matmul_bound(
+                vanilla, batch, beams, device, dtype, kind == "nn.Linear"
+            )
             for batch in (1, 16) for beams, label in ((1, "greedy"), (4, "beam4"))
         }
         for kind in ("nn.Linear", "hf_vanilla")
@@ -305,7 +316,8 @@ def main() -> None:
         plain, ours = bounds["nn.Linear"][key], bounds["hf_vanilla"][key]
         marian = results["MarianMTModel"][key]
         print(f"{key:32}{plain:>16}{plain / marian:>8.2f}{ours:>16}{ours / marian:>8.2f}")
-    print(f"max |logit difference| hf_vanilla vs MarianMTModel with the same weights: {results['hf_vanilla']['max_logit_difference_vs_marian']:.2e}")
+    difference = results["hf_vanilla"]["max_logit_difference_vs_marian"]
+    print(f"max |logit difference| hf_vanilla vs MarianMTModel with the same weights: {difference:.2e}")
     print(f"padding: {results['sampler']}")
     if args.json:
         Path(args.json).write_text(json.dumps({"setting": setting, "results": results}, indent=2))
