@@ -4,8 +4,9 @@
     python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --batch-size 64
 
 Builds hf_vanilla, `MarianMTModel` and `FSMTForConditionalGeneration` at Transformer-base size (6+6 layers, 512, 2048,
-8 heads, one shared 32k vocabulary). MarianMTModel gets hf_vanilla's very weights (its layout differs only in the fused
-projections), so both compute the same function: the script checks that their logits agree before timing anything.
+8 heads, one shared 32k vocabulary). MarianMTModel gets hf_vanilla's very weights (`to_marian`: the fused projections
+split, the d_model axis permuted to Marian's sinusoid layout), so both compute the same function: the script checks
+that their logits agree before timing anything.
 FSMT gets the same shapes and seed. Prints a table and writes JSON (--json): training tokens/s (forward, backward,
 Adam step, label smoothing 0.1) and peak memory at a fixed token batch; `generate()` target tokens/s, greedy and beam
 4, at batch 1 and 16 on real English sentences with a fixed number of new tokens; the token-budget sampler's
@@ -37,7 +38,12 @@ PAD, BOS, EOS = 0, 1, 2
 
 def vanilla_model() -> VanillaTransformerForConditionalGeneration:
     config = VanillaTransformerConfig.from_preset(
-        "base", vocab_size=BASE["vocab"], pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS, decoder_start_token_id=BOS
+        "base",
+        vocab_size=BASE["vocab"],
+        pad_token_id=PAD,
+        bos_token_id=BOS,
+        eos_token_id=EOS,
+        decoder_start_token_id=BOS,
     )
     torch.manual_seed(0)
     return VanillaTransformerForConditionalGeneration(config)
@@ -46,12 +52,28 @@ def vanilla_model() -> VanillaTransformerForConditionalGeneration:
 def fsmt_model() -> FSMTForConditionalGeneration:
     """FSMT (fairseq's WMT19 port) at the same size: its own layout, same seed, shared embeddings and output."""
     config = FSMTConfig(
-        langs=["en", "de"], src_vocab_size=BASE["vocab"], tgt_vocab_size=BASE["vocab"], d_model=BASE["d_model"],
-        encoder_layers=BASE["layers"], decoder_layers=BASE["layers"], encoder_attention_heads=BASE["heads"],
-        decoder_attention_heads=BASE["heads"], encoder_ffn_dim=BASE["d_ff"], decoder_ffn_dim=BASE["d_ff"],
-        activation_function="relu", dropout=0.1, attention_dropout=0.0, activation_dropout=0.0, scale_embedding=True,
-        tie_word_embeddings=True, max_position_embeddings=1024, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS,
-        decoder_start_token_id=BOS, forced_eos_token_id=None,
+        langs=["en", "de"],
+        src_vocab_size=BASE["vocab"],
+        tgt_vocab_size=BASE["vocab"],
+        d_model=BASE["d_model"],
+        encoder_layers=BASE["layers"],
+        decoder_layers=BASE["layers"],
+        encoder_attention_heads=BASE["heads"],
+        decoder_attention_heads=BASE["heads"],
+        encoder_ffn_dim=BASE["d_ff"],
+        decoder_ffn_dim=BASE["d_ff"],
+        activation_function="relu",
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        scale_embedding=True,
+        tie_word_embeddings=True,
+        max_position_embeddings=1024,
+        pad_token_id=PAD,
+        bos_token_id=BOS,
+        eos_token_id=EOS,
+        decoder_start_token_id=BOS,
+        forced_eos_token_id=None,
     )
     torch.manual_seed(0)
     return FSMTForConditionalGeneration(config)
@@ -65,7 +87,8 @@ def english_batches(tokens_per_sentence: int, count: int) -> torch.Tensor:
     rows = []
     if source.exists():
         for line in source.read_text(encoding="utf-8").splitlines()[:count]:
-            ids = [3 + (b * 131 + i * 17) % (BASE["vocab"] - 3) for i, b in enumerate(line.encode()[: tokens_per_sentence - 1])]
+            folded = enumerate(line.encode()[: tokens_per_sentence - 1])
+            ids = [3 + (b * 131 + i * 17) % (BASE["vocab"] - 3) for i, b in folded]
             ids += [3 + (len(ids) * 7919) % (BASE["vocab"] - 3)] * (tokens_per_sentence - 1 - len(ids))
             rows.append(ids + [EOS])
     while len(rows) < count:
@@ -107,7 +130,10 @@ def training_speed(model, source, target, device, dtype, steps: int, own_loss: b
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = (time.perf_counter() - start) / steps
-    figures = {"train_tokens_per_s": round((source.numel() + target.numel()) / seconds, 1), "train_step_s": round(seconds, 4)}
+    figures = {
+        "train_tokens_per_s": round((source.numel() + target.numel()) / seconds, 1),
+        "train_step_s": round(seconds, 4),
+    }
     if device.type == "cuda":
         figures["peak_memory_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
         parameters = sum(p.numel() for p in model.parameters())
@@ -176,8 +202,15 @@ def _seconds_per_call(call, device: torch.device, repeats: int):
 def generation_speed(model, source, device, dtype, num_beams: int, new_tokens: int, repeats: int) -> float:
     model.to(device).eval()
     source = source.to(device)
-    kwargs = dict(num_beams=num_beams, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-                  early_stopping=True, length_penalty=0.6 if num_beams > 1 else 1.0, num_return_sequences=1)
+    kwargs = dict(
+        num_beams=num_beams,
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        do_sample=False,
+        early_stopping=True,
+        length_penalty=0.6 if num_beams > 1 else 1.0,
+        num_return_sequences=1,
+    )
     autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
     with torch.no_grad(), autocast:
         seconds, out = _seconds_per_call(
@@ -187,8 +220,15 @@ def generation_speed(model, source, device, dtype, num_beams: int, new_tokens: i
     return round(source.shape[0] * (out.shape[1] - 1) / seconds, 1)
 
 
-def decoding_matmul_bound(model: VanillaTransformerForConditionalGeneration, sentences: int, beams: int, device,
-                          dtype, plain: bool, repeats: int = 10) -> float:
+def decoding_matmul_bound(
+    model: VanillaTransformerForConditionalGeneration,
+    sentences: int,
+    beams: int,
+    device,
+    dtype,
+    plain: bool,
+    repeats: int = 10,
+) -> float:
     """Target tokens/s of a decoding step that did nothing but its weight matmuls (every decoder projection that
     runs at each step, the cross-attention K/V excepted as they are computed once, and the output projection) on
     sentences x beams rows: with `nn.Linear`'s GEMM (`plain`), which MarianMTModel and FSMT use, or as hf_vanilla's
@@ -268,9 +308,13 @@ def main() -> None:
     source = english_batches(args.length, args.batch_size)
     target = source.roll(1, 0)
     results = {name: {} for name in models}
-    results["hf_vanilla"]["max_logit_difference_vs_marian"] = check_same_function(vanilla, models["MarianMTModel"], source, target)
+    results["hf_vanilla"]["max_logit_difference_vs_marian"] = check_same_function(
+        vanilla, models["MarianMTModel"], source, target
+    )
     for name, model in models.items():
-        results[name].update(training_speed(model, source, target, device, dtype, args.train_steps, name == "hf_vanilla"))
+        results[name].update(
+            training_speed(model, source, target, device, dtype, args.train_steps, name == "hf_vanilla")
+        )
         if device.type == "cpu":
             results[name]["peak_memory_mib"] = cpu_peak_memory(name, args.batch_size, args.length)
         for batch in (1, 16):
@@ -281,8 +325,11 @@ def main() -> None:
                 )
     results["matmul_bound"] = {
         kind: {
-            f"generate_{label}_b{batch}_tok_s": decoding_matmul_bound(vanilla, batch, beams, device, dtype, kind == "nn.Linear")
-            for batch in (1, 16) for beams, label in ((1, "greedy"), (4, "beam4"))
+            f"generate_{label}_b{batch}_tok_s": decoding_matmul_bound(
+                vanilla, batch, beams, device, dtype, kind == "nn.Linear"
+            )
+            for batch in (1, 16)
+            for beams, label in ((1, "greedy"), (4, "beam4"))
         }
         for kind in ("nn.Linear", "hf_vanilla")
     }
@@ -297,14 +344,17 @@ def main() -> None:
         row = [results[n].get(key, float("nan")) for n in names]
         ratio = row[0] / row[1] if row[1] else float("nan")
         print(f"{key:32}" + "".join(f"{v:>16}" for v in row) + f"{ratio:>16.2f}")
-    print("a decoding step that did nothing but its weight matmuls (tokens/s), with nn.Linear's GEMM and as "
-          "hf_vanilla computes them, each over MarianMTModel's measured speed:")
+    print(
+        "a decoding step that did nothing but its weight matmuls (tokens/s), with nn.Linear's GEMM and as "
+        "hf_vanilla computes them, each over MarianMTModel's measured speed:"
+    )
     bounds = results["matmul_bound"]
     for key in bounds["nn.Linear"]:
         plain, ours = bounds["nn.Linear"][key], bounds["hf_vanilla"][key]
         marian = results["MarianMTModel"][key]
         print(f"{key:32}{plain:>16}{plain / marian:>8.2f}{ours:>16}{ours / marian:>8.2f}")
-    print(f"max |logit difference| hf_vanilla vs MarianMTModel with the same weights: {results['hf_vanilla']['max_logit_difference_vs_marian']:.2e}")
+    difference = results["hf_vanilla"]["max_logit_difference_vs_marian"]
+    print(f"max |logit difference| hf_vanilla vs MarianMTModel with the same weights: {difference:.2e}")
     print(f"padding: {results['sampler']}")
     if args.json:
         Path(args.json).write_text(json.dumps({"setting": setting, "results": results}, indent=2))

@@ -172,7 +172,12 @@ def _parse(args: argparse.Namespace) -> None:
     except ValueError as error:
         raise _fail(f"{args.model}: {error} Decode with --no-tree-grammar.") from None
     outputs = generate_texts(
-        model, tokenizer, sentences, args.batch_tokens, progress=bool(args.input), processors_for_batch=grammar,
+        model,
+        tokenizer,
+        sentences,
+        args.batch_tokens,
+        progress=bool(args.input),
+        processors_for_batch=grammar,
         **_decoding_flags(args),
     )
     trees = [tree_from_output(output, s.split(), leaves) if s else "" for s, output in zip(sentences, outputs)]
@@ -193,6 +198,71 @@ def _push(args: argparse.Namespace) -> None:
         raise _fail(str(error)) from None
 
 
+def _import_marian(args: argparse.Namespace) -> None:
+    from .convert import ConversionError, import_marian
+
+    _quiet_loading()
+    try:
+        output = import_marian(args.source, args.output)
+    except ConversionError as error:
+        raise _fail(f"cannot convert {args.source}: {error}") from None
+    except (OSError, ValueError) as error:
+        raise _fail(f"cannot load Marian model {args.source!r}: {str(error).splitlines()[0]}") from None
+    print(f"hf_vanilla model and tokenizer written to {output}")
+
+
+def _export_marian(args: argparse.Namespace) -> None:
+    from .convert import ConversionError, export_marian
+
+    _quiet_loading()
+    try:
+        output = export_marian(args.model, args.output)
+    except ConversionError as error:
+        raise _fail(f"cannot convert {args.model}: {error}") from None
+    except (OSError, ValueError) as error:
+        raise _fail(f"cannot load model {args.model!r}: {str(error).splitlines()[0]}") from None
+    print(f"MarianMTModel written to {output}")
+
+
+def _export_ct2(args: argparse.Namespace) -> None:
+    try:
+        from .ct2 import export_ct2
+    except ImportError as error:
+        raise _fail(str(error)) from None
+    _quiet_loading()
+    try:
+        output = export_ct2(args.model, args.output, quantization=args.quantization, force=args.force)
+    except (ImportError, FileExistsError) as error:
+        raise _fail(str(error)) from None
+    except (OSError, ValueError) as error:
+        raise _fail(f"cannot export {args.model!r}: {str(error).splitlines()[0]}") from None
+    print(f"CTranslate2 model ({args.quantization or 'float32'}) and tokenizer written to {output}")
+
+
+def _attention(args: argparse.Namespace) -> None:
+    from . import VanillaPreTrainedModel
+    from .attention_plots import PLOTS_MISSING, attention_maps, plot_attention
+
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise _fail(PLOTS_MISSING) from None
+    if not args.source.strip():
+        raise _fail("--source is empty")
+    model, tokenizer = _load(args.model)
+    if not isinstance(model, VanillaPreTrainedModel):  # e.g. a MarianMTModel: its SDPA attention returns no weights
+        model.set_attn_implementation("eager")
+    maps = attention_maps(model, tokenizer, args.source, args.target)
+    written = plot_attention(maps, args.output)
+    print(f"{len(written)} plots and attention.npz written to {args.output}")
+
+
+def _quiet_loading() -> None:
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+
+
 def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("model", help="A model folder or a Hub id.")
     command.add_argument("--input", help="A text file, one sentence a line (default: stdin).")
@@ -200,7 +270,9 @@ def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
     command.add_argument("--batch-tokens", type=int, default=4000, help="Source tokens per decoding batch.")
     command.add_argument(
-        "--max-input-tokens", type=int, default=1024,
+        "--max-input-tokens",
+        type=int,
+        default=1024,
         help="Longer input lines are skipped (an empty output line) with a warning naming them.",
     )
 
@@ -237,7 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_decoding_arguments(parse)
     parse.add_argument(
-        "--no-tree-grammar", dest="tree_grammar", action="store_false",
+        "--no-tree-grammar",
+        dest="tree_grammar",
+        action="store_false",
         help="Decode freely, as the paper did (default: only well-formed trees over the input words).",
     )
     parse.set_defaults(run=_parse)
@@ -250,6 +324,35 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--build-dir", help="Where to build the uploaded folder (default: FOLDER/hub).")
     push.add_argument("--dry-run", action="store_true", help="Build and check the folder, do not upload.")
     push.set_defaults(run=_push)
+    importer = commands.add_parser(
+        "import-marian", help="Convert a MarianMTModel (e.g. an OPUS-MT model) into an hf_vanilla model folder."
+    )
+    importer.add_argument("source", help="A MarianMTModel folder or Hub id, e.g. Helsinki-NLP/opus-mt-en-de.")
+    importer.add_argument("output", help="Folder for the hf_vanilla model and the tokenizer.")
+    importer.set_defaults(run=_import_marian)
+    exporter = commands.add_parser("export-marian", help="Convert an hf_vanilla model into a MarianMTModel folder.")
+    exporter.add_argument("model", help="An hf_vanilla model folder or Hub id.")
+    exporter.add_argument("output", help="Folder for the MarianMTModel and the tokenizer.")
+    exporter.set_defaults(run=_export_marian)
+    ct2 = commands.add_parser("export-ct2", help="Convert an hf_vanilla model into a CTranslate2 model folder.")
+    ct2.add_argument("model", help="An hf_vanilla model folder or Hub id (with its tokenizer).")
+    ct2.add_argument("output", help="Folder for the CTranslate2 model and the tokenizer files.")
+    ct2.add_argument(
+        "--quantization",
+        help="CTranslate2 weight type: int8, int8_float32, int8_float16, int8_bfloat16, int16, "
+        "float16, bfloat16 or float32 (default: float32, the model's own weights).",
+    )
+    ct2.add_argument("--force", action="store_true", help="Replace OUTPUT if it exists.")
+    ct2.set_defaults(run=_export_ct2)
+    attention = commands.add_parser(
+        "attention",
+        help="PNG heatmaps of every layer's and head's attention for one sentence (pair).",
+    )
+    attention.add_argument("model", help="A model folder or a Hub id.")
+    attention.add_argument("--source", required=True, help="The source sentence.")
+    attention.add_argument("--target", help="The target sentence (default: the model's own translation).")
+    attention.add_argument("--output", required=True, help="Folder for the PNGs and attention.npz.")
+    attention.set_defaults(run=_attention)
     return parser
 
 

@@ -14,11 +14,16 @@ Both are the post-norm encoder-decoder with sinusoidal positions and one shared 
   model keeps Marian's generation config, with `length_penalty_style="power"` and no per-source length limit.
 """
 
+from pathlib import Path
+
 import torch
 from transformers import GenerationConfig, MarianConfig, MarianMTModel
+from transformers.utils import logging
 
 from .configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
 from .modeling_vanilla import VanillaTransformerForConditionalGeneration
+
+logger = logging.get_logger(__name__)
 
 
 class ConversionError(ValueError):
@@ -61,9 +66,9 @@ def _check_vanilla(config: VanillaTransformerConfig) -> None:
 
 def _check_marian(config: MarianConfig) -> None:
     if not config.share_encoder_decoder_embeddings:
-        _refuse("share_encoder_decoder_embeddings", False, "hf_vanilla shares one vocabulary between source and target")
+        _refuse("share_encoder_decoder_embeddings", False, "hf_vanilla has one vocabulary for source and target")
     if config.decoder_vocab_size not in (None, config.vocab_size):
-        _refuse("decoder_vocab_size", config.decoder_vocab_size, f"hf_vanilla has one vocabulary ({config.vocab_size})")
+        _refuse("decoder_vocab_size", config.decoder_vocab_size, f"hf_vanilla has one vocabulary, {config.vocab_size}")
     if not getattr(config, "tie_word_embeddings", True):
         _refuse("tie_word_embeddings", False, "hf_vanilla's output projection is the shared embedding matrix")
     for field in ("normalize_before", "normalize_embedding", "add_final_layer_norm"):
@@ -78,8 +83,9 @@ def _check_marian(config: MarianConfig) -> None:
         _refuse("decoder_attention_heads", config.decoder_attention_heads, "hf_vanilla has one head count")
     if config.encoder_ffn_dim != config.decoder_ffn_dim:
         _refuse("decoder_ffn_dim", config.decoder_ffn_dim, "hf_vanilla has one feed-forward width")
-    if config.encoder_layerdrop or config.decoder_layerdrop:
-        _refuse("encoder_layerdrop", config.encoder_layerdrop or config.decoder_layerdrop, "hf_vanilla has no layer drop")
+    for field in ("encoder_layerdrop", "decoder_layerdrop"):
+        if getattr(config, field, 0.0):
+            _refuse(field, getattr(config, field), "hf_vanilla has no layer drop")
 
 
 def _layer_names(side: str, index: int) -> list[tuple[str, str]]:
@@ -116,15 +122,28 @@ def to_marian(model: VanillaTransformerForConditionalGeneration) -> MarianMTMode
     config = model.config
     _check_vanilla(config)
     marian_config = MarianConfig(
-        vocab_size=config.vocab_size, decoder_vocab_size=config.vocab_size, d_model=config.d_model,
-        encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers,
-        encoder_attention_heads=config.num_attention_heads, decoder_attention_heads=config.num_attention_heads,
-        encoder_ffn_dim=config.d_ff, decoder_ffn_dim=config.d_ff, activation_function=config.activation_function,
-        dropout=config.dropout, attention_dropout=config.attention_dropout,
-        activation_dropout=config.activation_dropout, max_position_embeddings=config.max_position_embeddings,
-        init_std=config.init_std, scale_embedding=config.scale_embedding, share_encoder_decoder_embeddings=True,
-        pad_token_id=config.pad_token_id, eos_token_id=config.eos_token_id, bos_token_id=config.bos_token_id,
-        decoder_start_token_id=config.decoder_start_token_id, forced_eos_token_id=None,
+        vocab_size=config.vocab_size,
+        decoder_vocab_size=config.vocab_size,
+        d_model=config.d_model,
+        encoder_layers=config.encoder_layers,
+        decoder_layers=config.decoder_layers,
+        encoder_attention_heads=config.num_attention_heads,
+        decoder_attention_heads=config.num_attention_heads,
+        encoder_ffn_dim=config.d_ff,
+        decoder_ffn_dim=config.d_ff,
+        activation_function=config.activation_function,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        activation_dropout=config.activation_dropout,
+        max_position_embeddings=config.max_position_embeddings,
+        init_std=config.init_std,
+        scale_embedding=config.scale_embedding,
+        share_encoder_decoder_embeddings=True,
+        pad_token_id=config.pad_token_id,
+        eos_token_id=config.eos_token_id,
+        bos_token_id=config.bos_token_id,
+        decoder_start_token_id=config.decoder_start_token_id,
+        forced_eos_token_id=None,
     )
     marian = MarianMTModel(marian_config)
     order = marian_order(config.d_model)
@@ -138,7 +157,8 @@ def to_marian(model: VanillaTransformerForConditionalGeneration) -> MarianMTMode
                 for vanilla_name, marian_name in _layer_names(side, index):
                     state[f"{marian_name}.{kind}"] = ours[f"{vanilla_name}.{kind}"]
                 for vanilla_name, marian_names in _fused(side, index):
-                    for marian_name, part in zip(marian_names, ours[f"{vanilla_name}.{kind}"].chunk(len(marian_names))):
+                    parts = ours[f"{vanilla_name}.{kind}"].chunk(len(marian_names))
+                    for marian_name, part in zip(marian_names, parts, strict=True):
                         state[f"{marian_name}.{kind}"] = part
     missing, unexpected = marian.load_state_dict(state, strict=False)
     ignored = ("embed_tokens.weight", "lm_head.weight", "embed_positions.weight", "final_logits_bias")
@@ -146,13 +166,31 @@ def to_marian(model: VanillaTransformerForConditionalGeneration) -> MarianMTMode
     if left or unexpected:
         raise RuntimeError(f"weight mapping incomplete: missing {left}, unexpected {unexpected}")
     marian.tie_weights()
-    generation = model.generation_config
-    marian.generation_config = GenerationConfig(
-        num_beams=generation.num_beams, length_penalty=generation.length_penalty,
-        early_stopping=generation.early_stopping, pad_token_id=config.pad_token_id, eos_token_id=config.eos_token_id,
-        bos_token_id=config.bos_token_id, decoder_start_token_id=config.decoder_start_token_id,
-    )
+    marian.generation_config = _marian_generation_config(model)
     return marian.to(model.dtype).train(model.training)
+
+
+def _marian_generation_config(model: VanillaTransformerForConditionalGeneration) -> GenerationConfig:
+    """`model`'s generation config without the two settings transformers lacks. The GNMT length penalty becomes
+    transformers' |Y|^alpha with the same alpha, and a per-source length limit becomes a fixed `max_length` (Marian's
+    position table size): both are said in a warning, since the Marian model then decodes differently."""
+    generation = model.generation_config.to_dict()
+    style = generation.pop("length_penalty_style", "power")
+    offset = generation.pop("max_length_offset", None)
+    for field in ("transformers_version", "_from_model_config"):
+        generation.pop(field, None)
+    if style != "power":
+        logger.warning(
+            f"length_penalty_style={style!r} has no MarianMTModel equivalent: the Marian model ranks beams by "
+            f"log P / |Y|^{generation.get('length_penalty')} instead"
+        )
+    if offset is not None:
+        generation["max_length"] = model.config.max_position_embeddings
+        logger.warning(
+            f"max_length_offset={offset} (a per-source length limit) has no MarianMTModel equivalent: the Marian "
+            f"model stops at max_length={generation['max_length']} instead"
+        )
+    return GenerationConfig(**generation)
 
 
 def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGeneration:
@@ -162,13 +200,24 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
     _check_marian(c)
     bias = marian.final_logits_bias.detach().reshape(-1)
     config = VanillaTransformerConfig(
-        vocab_size=c.vocab_size, d_model=c.d_model, encoder_layers=c.encoder_layers, decoder_layers=c.decoder_layers,
-        num_attention_heads=c.encoder_attention_heads, d_ff=c.encoder_ffn_dim, dropout=c.dropout,
-        attention_dropout=c.attention_dropout, activation_dropout=c.activation_dropout,
-        max_position_embeddings=c.max_position_embeddings, init_std=c.init_std, scale_embedding=c.scale_embedding,
+        vocab_size=c.vocab_size,
+        d_model=c.d_model,
+        encoder_layers=c.encoder_layers,
+        decoder_layers=c.decoder_layers,
+        num_attention_heads=c.encoder_attention_heads,
+        d_ff=c.encoder_ffn_dim,
+        dropout=c.dropout,
+        attention_dropout=c.attention_dropout,
+        activation_dropout=c.activation_dropout,
+        max_position_embeddings=c.max_position_embeddings,
+        init_std=c.init_std,
+        scale_embedding=c.scale_embedding,
         activation_function={"silu": "swish"}.get(c.activation_function, c.activation_function),
-        final_logits_bias=bool(bias.any()), pad_token_id=c.pad_token_id, eos_token_id=c.eos_token_id,
-        bos_token_id=c.bos_token_id, decoder_start_token_id=c.decoder_start_token_id,
+        final_logits_bias=bool(bias.any()),
+        pad_token_id=c.pad_token_id,
+        eos_token_id=c.eos_token_id,
+        bos_token_id=c.bos_token_id,
+        decoder_start_token_id=c.decoder_start_token_id,
     )
     with torch.device("meta"):
         model = VanillaTransformerForConditionalGeneration(config)
@@ -199,4 +248,54 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
     return model.to(marian.dtype).train(marian.training)
 
 
-__all__ = ["ConversionError", "from_marian", "marian_order", "to_marian"]
+def _check_tokenizer(tokenizer, config) -> None:
+    """The tokenizer's special tokens must be the model's: a mismatch would decode with the wrong ids."""
+    for name in ("pad_token_id", "eos_token_id"):
+        ours, theirs = getattr(tokenizer, name), getattr(config, name)
+        if ours is not None and theirs is not None and ours != theirs:
+            raise ConversionError(f"{name}: the tokenizer has {ours}, the model {theirs}")
+
+
+def import_marian(source: str, output: str | Path) -> Path:
+    """Converts a `MarianMTModel` folder or Hub id (e.g. an OPUS-MT model) into an hf_vanilla model folder at
+    `output`: weights, config with `auto_map` and the model's code (loadable as remote code), generation config and
+    the source's tokenizer."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(source)
+    if config.model_type != "marian":
+        raise ConversionError(f"model_type={config.model_type!r}: {source} is not a MarianMTModel")
+    _check_marian(config)  # before loading weights that the configuration may not even fit
+    model = from_marian(MarianMTModel.from_pretrained(source))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError, TypeError) as error:  # a Marian folder without its spm files is a TypeError
+        raise OSError(f"cannot load its tokenizer: {str(error).splitlines()[0]}") from error
+    _check_tokenizer(tokenizer, model.config)
+    output = Path(output)
+    model.save_pretrained(output)
+    tokenizer.save_pretrained(output)
+    return output
+
+
+def export_marian(model_path: str | Path, output: str | Path) -> Path:
+    """Converts an hf_vanilla model folder (or Hub id) into a `MarianMTModel` folder at `output`, with its tokenizer
+    when the folder has one (loadable with transformers alone)."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_path)
+    if not isinstance(model, VanillaTransformerForConditionalGeneration):
+        raise ConversionError(f"model_type={model.config.model_type!r}: {model_path} is not an hf_vanilla model")
+    marian = to_marian(model)
+    output = Path(output)
+    marian.save_pretrained(output)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    except (OSError, ValueError):
+        logger.warning(f"{model_path} has no tokenizer: {output} holds the model only")
+    else:
+        tokenizer.save_pretrained(output)
+    return output
+
+
+__all__ = ["ConversionError", "export_marian", "from_marian", "import_marian", "marian_order", "to_marian"]

@@ -53,7 +53,9 @@ def sinusoidal_positions(start: int, length: int, d_model: int, device: torch.de
     position 3,000 is off by ~2e-4 radians."""
     dtype = torch.float32 if torch.device(device).type == "mps" else torch.float64
     positions = torch.arange(start, start + length, device=device, dtype=dtype)
-    inverse_frequencies = torch.exp(torch.arange(0, d_model, 2, device=device, dtype=dtype) * (-math.log(10000.0) / d_model))
+    inverse_frequencies = torch.exp(
+        torch.arange(0, d_model, 2, device=device, dtype=dtype) * (-math.log(10000.0) / d_model)
+    )
     angles = positions[:, None] * inverse_frequencies[None, :]
     # Interleave: sin on even dimensions, cos on odd dimensions.
     return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(1)[:, :d_model].float()
@@ -161,9 +163,10 @@ class VanillaAttention(nn.Module):
                 )
                 key_states, value_states = cache.update(key_states, value_states, self.layer_idx)
 
-        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
-            self.config._attn_implementation, eager_attention_forward
-        )
+        # Only eager attention computes the weights: a call that asks for them runs eager (its masks too, see
+        # `_mask_config`) rather than returning none.
+        implementation = "eager" if _wants_attention_weights(self.config, kwargs) else self.config._attn_implementation
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
         attn_output, attn_weights = attention_interface(
             self,
             query_states,
@@ -324,8 +327,24 @@ def _check_token_ids(ids: torch.Tensor, vocab_size: int, name: str, check_range:
         raise ValueError(f"{name} is empty (shape {tuple(ids.shape)}): there is nothing to encode or decode.")
     if check_range and not is_torchdynamo_compiling() and bool(((ids < 0) | (ids >= vocab_size)).any()):
         raise ValueError(
-            f"{name} holds token ids outside the vocabulary [0, {vocab_size}): min {int(ids.min())}, max {int(ids.max())}."
+            f"{name} holds token ids outside the vocabulary [0, {vocab_size}): "
+            f"min {int(ids.min())}, max {int(ids.max())}."
         )
+
+
+def _wants_attention_weights(config: VanillaTransformerConfig, kwargs: dict) -> bool:
+    """Whether this call returns attention weights (`output_attentions` passed, or set in the config)."""
+    return bool(kwargs.get("output_attentions", config.output_attentions))
+
+
+def _mask_config(config: VanillaTransformerConfig, kwargs: dict) -> VanillaTransformerConfig:
+    """The config the attention masks are built for: a copy set to eager when the call asks for attention weights
+    and the model's implementation (e.g. SDPA, whose masks eager attention cannot read) returns none."""
+    if config._attn_implementation == "eager" or not _wants_attention_weights(config, kwargs):
+        return config
+    eager = copy.copy(config)
+    eager._attn_implementation = "eager"
+    return eager
 
 
 class VanillaEncoder(VanillaPreTrainedModel):
@@ -340,7 +359,9 @@ class VanillaEncoder(VanillaPreTrainedModel):
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
         self.embed_positions = VanillaPositionalEncoding(config)
         self.layers = nn.ModuleList([VanillaEncoderLayer(config, i) for i in range(config.encoder_layers)])
-        self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_style == "pre" else None
+        self.layer_norm = (
+            nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_style == "pre" else None
+        )
         self.gradient_checkpointing = False
         self.post_init()
 
@@ -359,7 +380,9 @@ class VanillaEncoder(VanillaPreTrainedModel):
             _check_token_ids(input_ids, self.config.vocab_size, "input_ids", check_range=not self.training)
             inputs_embeds = self.embed_tokens(input_ids)
         elif inputs_embeds.dim() != 3 or inputs_embeds.shape[1] == 0:
-            raise ValueError(f"inputs_embeds must be a non-empty (batch, length, d_model) tensor, got {tuple(inputs_embeds.shape)}.")
+            raise ValueError(
+                f"inputs_embeds must be a non-empty (batch, length, d_model) tensor, got {tuple(inputs_embeds.shape)}."
+            )
         if attention_mask is not None and tuple(attention_mask.shape) != tuple(inputs_embeds.shape[:2]):
             raise ValueError(
                 f"attention_mask has shape {tuple(attention_mask.shape)} but the input has shape "
@@ -370,7 +393,7 @@ class VanillaEncoder(VanillaPreTrainedModel):
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
 
         attention_mask = create_bidirectional_mask(
-            config=self.config, inputs_embeds=hidden_states, attention_mask=attention_mask
+            config=_mask_config(self.config, kwargs), inputs_embeds=hidden_states, attention_mask=attention_mask
         )
         for layer in self.layers:
             hidden_states = layer(hidden_states, attention_mask, **kwargs)
@@ -395,7 +418,9 @@ class VanillaDecoder(VanillaPreTrainedModel):
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
         self.embed_positions = VanillaPositionalEncoding(config)
         self.layers = nn.ModuleList([VanillaDecoderLayer(config, i) for i in range(config.decoder_layers)])
-        self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_style == "pre" else None
+        self.layer_norm = (
+            nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_style == "pre" else None
+        )
         self.gradient_checkpointing = False
         self.post_init()
 
@@ -418,7 +443,7 @@ class VanillaDecoder(VanillaPreTrainedModel):
             raise ValueError("The decoder attends over the encoder output: encoder_hidden_states is required.")
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         if input_ids is not None:
-            # Continuing from a cache, the ids are generate()'s own choices: no host sync per decoding step to check them.
+            # Continuing from a cache, the ids are generate()'s own choices: no host sync per step to check them.
             check_range = past_length == 0 and not self.training
             _check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids", check_range=check_range)
             inputs_embeds = self.embed_tokens(input_ids)
@@ -437,14 +462,15 @@ class VanillaDecoder(VanillaPreTrainedModel):
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
 
         self_attn_cache = past_key_values.self_attention_cache if past_key_values is not None else None
+        mask_config = _mask_config(self.config, kwargs)
         causal_mask = create_causal_mask(
-            config=self.config,
+            config=mask_config,
             inputs_embeds=hidden_states,
             attention_mask=attention_mask,
             past_key_values=self_attn_cache,
         )
         encoder_attention_mask = create_bidirectional_mask(
-            config=self.config,
+            config=mask_config,
             inputs_embeds=hidden_states,
             attention_mask=encoder_attention_mask,
             encoder_hidden_states=encoder_hidden_states,

@@ -7,7 +7,16 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from helpers import NLTK_DATA, WMT_SAMPLE, recipe, require, train_reversal_model
+from helpers import (
+    NLTK_DATA,
+    WMT_SAMPLE,
+    random_marian,
+    recipe,
+    require,
+    reversal_tokenizer,
+    train_reversal_model,
+    write_opus_tokenizer,
+)
 
 # Property tests draw new inputs on every run (a failure prints the seed and a @reproduce_failure blob);
 # HYPOTHESIS_PROFILE=ci draws the same inputs on every run, for a CI whose result must not change without a commit.
@@ -38,6 +47,28 @@ def reversal_model_dir(reversal_model, tmp_path_factory) -> Path:
     """The reversal model saved with `save_pretrained` (weights, config with auto_map, model code)."""
     folder = tmp_path_factory.mktemp("reversal_model")
     reversal_model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def reversal_folder(reversal_model, tmp_path_factory) -> Path:
+    """The reversal model saved with its word-level tokenizer (`helpers.reversal_tokenizer`)."""
+    folder = tmp_path_factory.mktemp("reversal_folder")
+    reversal_model.save_pretrained(folder)
+    reversal_tokenizer().save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def opus_folder(tmp_path_factory) -> Path:
+    """A folder shaped like an OPUS-MT checkout: a `MarianMTModel` saved with `save_pretrained` (untrained:
+    `helpers.random_marian` with weights of std 0.15, whose greedy outputs differ from sentence to sentence), beside
+    OPUS-MT's tokenizer files (source.spm, target.spm, vocab.json; SentencePiece models trained here on the shared
+    WMT sample)."""
+    pytest.importorskip("sentencepiece", reason="OPUS-MT's MarianTokenizer needs sentencepiece (the marian extra)")
+    folder = tmp_path_factory.mktemp("opus_mt")
+    vocab_size = write_opus_tokenizer(folder)
+    random_marian(vocab_size, init_std=0.15).save_pretrained(folder)
     return folder
 
 

@@ -49,8 +49,13 @@ def test_translate_matches_generate_keeps_line_count_and_reads_files(wmt_run, tm
 
     final = wmt_run[0] / "final"
     sentences = ["The house is small.", "", "I saw the man with the telescope yesterday."]
-    result = subprocess.run([sys.executable, "-m", "hf_vanilla.cli", "translate", str(final)],
-                            input="\n".join(sentences) + "\n", capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "hf_vanilla.cli", "translate", str(final)],
+        input="\n".join(sentences) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.split("\n")[:-1]
     assert len(lines) == 3 and lines[1] == ""
@@ -102,8 +107,9 @@ def test_parse_always_gives_well_formed_trees_over_the_input_words(parse_run):
     sentences = ["The cat sat on the mat .", "", "Stocks fell sharply in heavy trading ."]
     for grammar in ([], ["--no-tree-grammar"]):  # under the tree grammar, and freely then repaired
         command = [sys.executable, "-m", "hf_vanilla.cli", "parse", str(parse_run[0] / "final"), "--num-beams", "2"]
-        result = subprocess.run(command + grammar, input="\n".join(sentences) + "\n", capture_output=True, text=True,
-                                timeout=300)
+        result = subprocess.run(
+            command + grammar, input="\n".join(sentences) + "\n", capture_output=True, text=True, timeout=300
+        )
         assert result.returncode == 0, result.stderr
         trees = result.stdout.split("\n")[:-1]
         assert len(trees) == 3 and trees[1] == ""
@@ -119,7 +125,12 @@ def test_parse_with_a_tokenizer_that_cannot_write_brackets_says_how_to_decode(tm
     model = tiny_model(vocab_size=len(tokenizer), decoding="parsing", tree_leaves="words")
     model.save_pretrained(tmp_path / "parser")
     tokenizer.save_pretrained(tmp_path / "parser")
-    result = subprocess.run([sys.executable, "-m", "hf_vanilla.cli", "parse", str(tmp_path / "parser")],
-                            input="the cat\n", capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "hf_vanilla.cli", "parse", str(tmp_path / "parser")],
+        input="the cat\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode != 0 and "not a parser's tokenizer" in result.stderr
     assert "--no-tree-grammar" in result.stderr and "Traceback" not in result.stderr

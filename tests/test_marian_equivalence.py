@@ -26,8 +26,16 @@ def test_same_greedy_and_beam_tokens_and_scores_as_marian(reversal_model):
     theirs = to_marian(reversal_model).eval()
     ids, mask, answers = reversal_batch(seed=2, rows=6, lengths=(3, 10))
     for beams in (1, 4):
-        kwargs = dict(num_beams=beams, num_return_sequences=beams, max_new_tokens=12, length_penalty=0.6,
-                      early_stopping=True, do_sample=False, output_scores=True, return_dict_in_generate=True)
+        kwargs = dict(
+            num_beams=beams,
+            num_return_sequences=beams,
+            max_new_tokens=12,
+            length_penalty=0.6,
+            early_stopping=True,
+            do_sample=False,
+            output_scores=True,
+            return_dict_in_generate=True,
+        )
         a = reversal_model.generate(input_ids=ids, attention_mask=mask, length_penalty_style="power", **kwargs)
         b = theirs.generate(input_ids=ids, attention_mask=mask, **kwargs)
         assert_varied(a.sequences[::beams])

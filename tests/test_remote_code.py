@@ -15,8 +15,10 @@ def test_remote_code_load_decodes_identically_and_refuses_without_trust(reversal
     for name in ("modeling_vanilla.py", "configuration_vanilla.py", "linear_vanilla.py"):
         assert (folder / name).exists(), name
     ids, mask, answers = reversal_batch(seed=8, rows=5, lengths=(3, 10))
-    expected = {key: reversal_model.generate(ids, attention_mask=mask, num_beams=beams).tolist()
-                for key, beams in (("greedy", 1), ("beam", 4))}
+    expected = {
+        key: reversal_model.generate(ids, attention_mask=mask, num_beams=beams).tolist()
+        for key, beams in (("greedy", 1), ("beam", 4))
+    }
 
     loaded = run_loader(folder, True, ids)
     assert "hf_vanilla" not in loaded["module"] and "modeling_vanilla" in loaded["module"]

@@ -1,0 +1,138 @@
+"""Attention heatmaps of one sentence pair, like the paper's Figures 3-5: encoder self-attention, decoder
+self-attention and cross-attention, per layer and head and averaged, with the tokens on the axes (matplotlib).
+
+Decoder position i reads decoder token i (the start token first) and predicts token i + 1, so the decoder axis lists
+the start token and the target without its final token; without a target, the target is the model's own decoding."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+KINDS = ("encoder_self_attention", "decoder_self_attention", "cross_attention")
+PLOTS_MISSING = "attention plots need matplotlib: pip install 'hf-vanilla[plots]'"
+
+
+@dataclass
+class AttentionMaps:
+    """The weights of one pair, each (layers, heads, queries, keys): encoder self-attention over the source
+    tokens, decoder self-attention over the decoder tokens, cross-attention from decoder to source tokens."""
+
+    source_tokens: list[str]
+    decoder_tokens: list[str]
+    encoder_self_attention: np.ndarray
+    decoder_self_attention: np.ndarray
+    cross_attention: np.ndarray
+
+    def axes(self, kind: str) -> tuple[list[str], list[str]]:
+        """(row labels, column labels) of `kind`."""
+        rows = self.source_tokens if kind == "encoder_self_attention" else self.decoder_tokens
+        columns = self.decoder_tokens if kind == "decoder_self_attention" else self.source_tokens
+        return rows, columns
+
+
+def _labels(tokenizer, ids: list[int]) -> list[str]:
+    """Readable tokens: special tokens as they are, others as the text they stand for (no byte-level or
+    SentencePiece space marks)."""
+    special = set(tokenizer.all_special_ids)
+    labels = []
+    for token_id, token in zip(ids, tokenizer.convert_ids_to_tokens(ids)):
+        text = token if token_id in special else tokenizer.convert_tokens_to_string([token]).strip()
+        labels.append(text or token)
+    return labels
+
+
+@torch.no_grad()
+def attention_maps(model, tokenizer, source: str, target: str | None = None, **generate_kwargs) -> AttentionMaps:
+    """The attention weights of `model` reading `source` and `target` (teacher-forced), or, without a target, its
+    own decoding of `source` (`model.generate` with its generation config, updated by `generate_kwargs`)."""
+    model.eval()
+    device = next(model.parameters()).device
+    source_ids = tokenizer(source, return_tensors="pt").input_ids.to(device)
+    start = model.config.decoder_start_token_id
+    if target is None:
+        output = model.generate(source_ids, attention_mask=torch.ones_like(source_ids), **generate_kwargs)[0].tolist()
+        target_ids = output[1:]
+        eos = model.config.eos_token_id
+        if eos in target_ids:
+            target_ids = target_ids[: target_ids.index(eos) + 1]
+    else:
+        target_ids = tokenizer(text_target=target).input_ids
+    decoder_ids = [start] + target_ids[:-1]
+    outputs = model(
+        input_ids=source_ids,
+        attention_mask=torch.ones_like(source_ids),
+        decoder_input_ids=torch.tensor([decoder_ids], device=device),
+        output_attentions=True,
+        use_cache=False,
+    )
+
+    def stacked(weights) -> np.ndarray:
+        return torch.cat(weights).float().cpu().numpy()  # (layers, heads, queries, keys): batch 1 folded
+
+    return AttentionMaps(
+        source_tokens=_labels(tokenizer, source_ids[0].tolist()),
+        decoder_tokens=_labels(tokenizer, decoder_ids),
+        encoder_self_attention=stacked(outputs.encoder_attentions),
+        decoder_self_attention=stacked(outputs.decoder_attentions),
+        cross_attention=stacked(outputs.cross_attentions),
+    )
+
+
+def _heatmap(axis, matrix: np.ndarray, rows: list[str], columns: list[str], title: str) -> None:
+    axis.imshow(matrix, cmap="viridis", vmin=0.0, vmax=max(float(matrix.max()), 1e-6), aspect="auto")
+    size = 8 if max(len(rows), len(columns)) <= 24 else max(3, 190 // max(len(rows), len(columns)))
+    axis.set_xticks(range(len(columns)), columns, rotation=90, fontsize=size)
+    axis.set_yticks(range(len(rows)), rows, fontsize=size)
+    axis.set_title(title, fontsize=9)
+
+
+def _figure(panels: list[tuple[np.ndarray, str]], rows: list[str], columns: list[str], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    count = len(panels)
+    width = min(count, int(np.ceil(np.sqrt(count))))
+    height = int(np.ceil(count / width))
+    cell = 0.9 + 0.22 * max(len(rows), len(columns))
+    figure = Figure(figsize=(width * cell, height * cell), layout="constrained")
+    grid = figure.subplots(height, width, squeeze=False)
+    for axis, (matrix, title) in zip(grid.flat, panels):
+        _heatmap(axis, matrix, rows, columns, title)
+    for axis in list(grid.flat)[count:]:
+        axis.set_axis_off()
+    figure.savefig(path, dpi=110)
+
+
+def plot_attention(maps: AttentionMaps, output_dir: str | Path) -> list[Path]:
+    """Writes, for each kind of attention, one PNG per layer (a panel per head and the heads' mean) and one of the
+    mean over layers and heads, plus `attention.npz` with the plotted matrices and the axis tokens. Returns the
+    PNG paths."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as error:
+        raise ImportError(PLOTS_MISSING) from error
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for kind in KINDS:
+        weights = getattr(maps, kind)
+        rows, columns = maps.axes(kind)
+        name = kind.replace("_", " ")
+        for layer, heads in enumerate(weights, 1):
+            panels = [(matrix, f"{name}, layer {layer}, head {h}") for h, matrix in enumerate(heads, 1)]
+            panels.append((heads.mean(0), f"{name}, layer {layer}, mean of heads"))
+            written.append(output_dir / f"{kind}_layer{layer}.png")
+            _figure(panels, rows, columns, written[-1])
+        written.append(output_dir / f"{kind}_mean.png")
+        _figure([(weights.mean((0, 1)), f"{name}, mean of layers and heads")], rows, columns, written[-1])
+    np.savez(
+        output_dir / "attention.npz",
+        source_tokens=np.array(maps.source_tokens),
+        decoder_tokens=np.array(maps.decoder_tokens),
+        **{kind: getattr(maps, kind) for kind in KINDS},
+    )
+    return written
+
+
+__all__ = ["KINDS", "PLOTS_MISSING", "AttentionMaps", "attention_maps", "plot_attention"]

@@ -1,0 +1,105 @@
+"""Attention weights: `output_attentions=True` returns them under the default SDPA implementation too (the call runs
+eager attention), equal to an eager model's and without changing the outputs; `hf-vanilla attention` writes PNG
+heatmaps and the matrices it plotted, which are the model's attentions for the sentence pair."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from hf_vanilla.attention_plots import KINDS, attention_maps
+from hf_vanilla.cli import main as cli_main
+
+from helpers import batch, reversal_tokenizer, tiny_model
+
+pytest.importorskip("matplotlib", reason="attention plots need matplotlib (pip install 'hf-vanilla[plots]')")
+
+
+def test_output_attentions_under_sdpa_are_the_eager_weights():
+    model = tiny_model()
+    assert model.config._attn_implementation == "sdpa"
+    eager = copy.deepcopy(model)
+    eager.set_attn_implementation("eager")
+    ids, mask = batch(seed=2, lengths=(7, 4, 6))
+    decoder = ids[:, :5].clone()
+    decoder[:, 0] = 1
+    inputs = dict(input_ids=ids, attention_mask=mask, decoder_input_ids=decoder)
+    with torch.no_grad():
+        plain = model(**inputs)
+        ours = model(**inputs, output_attentions=True)
+        theirs = eager(**inputs, output_attentions=True)
+    assert model.config._attn_implementation == "sdpa"  # only that call ran eager
+    torch.testing.assert_close(ours.logits, plain.logits, atol=1e-5, rtol=1e-5)
+    for kind in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
+        weights = getattr(ours, kind)
+        assert len(weights) == 2 and weights[0].shape[:2] == (3, 4), kind
+        for a, b in zip(weights, getattr(theirs, kind), strict=True):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+            torch.testing.assert_close(a.sum(-1), torch.ones(a.shape[:-1]), atol=1e-5, rtol=0)
+    padded = (mask == 0)[:, None, None, :]
+    assert all((w.masked_select(padded) == 0).all() for w in ours.encoder_attentions + ours.cross_attentions)
+    future = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    assert all((w[..., future] == 0).all() for w in ours.decoder_attentions)
+    assert plain.encoder_attentions is None  # not asked for: none computed
+
+    generated = model.generate(
+        ids, attention_mask=mask, num_beams=1, max_new_tokens=4, output_attentions=True, return_dict_in_generate=True
+    )
+    assert len(generated.cross_attentions) == 4 and len(generated.encoder_attentions) == 2
+    assert (
+        generated.sequences.tolist()
+        == model.generate(ids, attention_mask=mask, num_beams=1, max_new_tokens=4).tolist()
+    )
+
+
+def test_attention_command_plots_the_models_weights(reversal_folder, reversal_model, tmp_path, capsys):
+    tokenizer = reversal_tokenizer()
+    for target in ("h g f e d c b a", None):
+        output = tmp_path / ("given" if target else "decoded")
+        args = ["attention", str(reversal_folder), "--source", "a b c d e f g h", "--output", str(output)]
+        cli_main(args + (["--target", target] if target else []))
+        assert "9 plots" in capsys.readouterr().out  # 3 kinds x (2 layers + the mean)
+        pngs = sorted(output.glob("*.png"))
+        assert len(pngs) == 9 and all(
+            p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000 for p in pngs
+        )
+        saved = np.load(output / "attention.npz")
+        assert saved["source_tokens"].tolist() == [*"abcdefgh", "</s>"]
+        # The reversal model's own decoding is the reversed source: the same decoder tokens either way.
+        assert saved["decoder_tokens"].tolist() == ["<s>", *"hgfedcba"]
+
+        # The model's weights, computed here independently with eager attention.
+        eager = copy.deepcopy(reversal_model)
+        eager.set_attn_implementation("eager")
+        source = tokenizer("a b c d e f g h", return_tensors="pt").input_ids
+        decoder = torch.tensor([[1] + tokenizer("h g f e d c b a").input_ids[:-1]])
+        with torch.no_grad():
+            out = eager(input_ids=source, decoder_input_ids=decoder, output_attentions=True)
+        for kind, weights in zip(KINDS, (out.encoder_attentions, out.decoder_attentions, out.cross_attentions)):
+            expected = torch.cat(weights).numpy()  # (layers, heads, rows, columns)
+            assert saved[kind].shape == expected.shape == (2, 4, *saved[kind].shape[2:])
+            np.testing.assert_allclose(saved[kind], expected, atol=1e-6, rtol=0)
+    # Reversal: in the last layer, some cross-attention head puts its weight on the source token being copied.
+    cross = saved["cross_attention"][-1, :, :8]  # (heads, decoder positions 0-7, 9 source tokens)
+    copied = np.arange(7, -1, -1)  # decoder position i writes source token 7 - i
+    assert max((head.argmax(-1) == copied).mean() for head in cross) >= 0.75
+
+
+def test_attention_command_errors_are_one_line(reversal_folder, tmp_path):
+    for args, expected in (
+        (["--source", " "], "--source is empty"),
+        (["--source", "a b"], "cannot load model"),
+    ):
+        folder = str(reversal_folder) if "empty" in expected else str(tmp_path / "nowhere")
+        with pytest.raises(SystemExit) as exit_:
+            cli_main(["attention", folder, *args, "--output", str(tmp_path / "plots")])
+        message = str(exit_.value.code)
+        assert message.startswith("hf-vanilla: ") and expected in message and "\n" not in message, message
+
+
+def test_attention_maps_of_a_given_pair_are_teacher_forced(reversal_model):
+    maps = attention_maps(reversal_model, reversal_tokenizer(), "a b c", "x y z")
+    assert maps.source_tokens == ["a", "b", "c", "</s>"] and maps.decoder_tokens == ["<s>", "x", "y", "z"]
+    assert maps.cross_attention.shape == (2, 4, 4, 4) and maps.decoder_self_attention.shape == (2, 4, 4, 4)
+    assert maps.axes("cross_attention") == (maps.decoder_tokens, maps.source_tokens)
