@@ -1,6 +1,6 @@
 """hf_vanilla against transformers' own Transformer-base translation models, side by side in one process.
 
-    python benchmarks/compare_marian.py                      # CPU, fp32, the settings of issue #6
+    python benchmarks/compare_marian.py --record             # CPU, fp32, the README's settings; the run recorded
     python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --batch-size 64
 
 Builds hf_vanilla, `MarianMTModel` and `FSMTForConditionalGeneration` at Transformer-base size (6+6 layers, 512, 2048,
@@ -10,10 +10,14 @@ that their logits agree before timing anything.
 FSMT gets the same shapes and seed. Prints a table and writes JSON (--json): training tokens/s (forward, backward,
 Adam step, label smoothing 0.1) and peak memory at a fixed token batch; `generate()` target tokens/s, greedy and beam
 4, at batch 1 and 16 on real English sentences with a fixed number of new tokens; the token-budget sampler's
-padding against random batches; on CUDA, model FLOP utilisation.
+padding against random batches; on CUDA, model FLOP utilisation. --record writes the run to
+benchmarks/results/<date>-<device>.json: `device`, `torch`, `transformers`, `date`, `train` -> `base` (target-side
+MFU: 6 x parameters x target tokens/s over the GPU's dense peak), `decode` (hf_vanilla's and Marian's tokens/s per
+setting), and every figure under `results`.
 """
 
 import argparse
+import datetime
 import json
 import multiprocessing
 import os
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+import transformers
 from transformers import FSMTConfig, FSMTForConditionalGeneration
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
@@ -287,6 +292,33 @@ def sampler_padding(max_tokens: int) -> dict:
     }
 
 
+def run_record(results: dict, setting: dict, device: torch.device, target_tokens: int) -> dict:
+    """The run as benchmarks/results/ keeps it (see the module's docstring)."""
+    ours, marian = results["hf_vanilla"], results["MarianMTModel"]
+    return {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "date": datetime.date.today().isoformat(),
+        "setting": setting,
+        "train": {
+            "base": {
+                "tokens_per_second": ours["train_tokens_per_s"],
+                "mfu": ours.get("mfu"),
+                "peak_memory_mib": ours.get("peak_memory_mib"),
+                "batch_tokens": 2 * target_tokens,
+            }
+        },
+        "decode": [
+            {"setting": f"{label}-b{batch}", "ours": ours[key], "marian": marian[key]}
+            for batch in (1, 16)
+            for label in ("greedy", "beam4")
+            if (key := f"generate_{label}_b{batch}_tok_s") in ours
+        ],
+        "results": results,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
@@ -298,6 +330,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-fsmt", action="store_true")
     parser.add_argument("--json", help="Also write the figures here.")
+    parser.add_argument("--record", action="store_true", help="Also write benchmarks/results/<date>-<device>.json.")
     args = parser.parse_args()
     device, dtype = torch.device(args.device), getattr(torch, args.dtype)
 
@@ -358,6 +391,12 @@ def main() -> None:
     print(f"padding: {results['sampler']}")
     if args.json:
         Path(args.json).write_text(json.dumps({"setting": setting, "results": results}, indent=2))
+    if args.record:
+        record = run_record(results, setting, device, args.batch_size * args.length)
+        name = "cpu" if device.type == "cpu" else record["device"].replace(" ", "-")
+        path = Path(__file__).parent / "results" / f"{record['date']}-{name}.json"
+        path.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"recorded in {path}")
 
 
 if __name__ == "__main__":

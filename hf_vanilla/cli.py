@@ -199,29 +199,30 @@ def _push(args: argparse.Namespace) -> None:
 
 
 def _import_marian(args: argparse.Namespace) -> None:
-    from .convert import ConversionError, import_marian
+    from .convert import import_marian
 
-    _quiet_loading()
-    try:
-        output = import_marian(args.source, args.output)
-    except ConversionError as error:
-        raise _fail(f"cannot convert {args.source}: {error}") from None
-    except (OSError, ValueError) as error:
-        raise _fail(f"cannot load Marian model {args.source!r}: {str(error).splitlines()[0]}") from None
+    output = _convert(import_marian, args.source, args.output, "Marian model")
     print(f"hf_vanilla model and tokenizer written to {output}")
 
 
 def _export_marian(args: argparse.Namespace) -> None:
-    from .convert import ConversionError, export_marian
+    from .convert import export_marian
+
+    output = _convert(export_marian, args.model, args.output, "model")
+    print(f"MarianMTModel written to {output}")
+
+
+def _convert(convert, source: str, output: str, what: str) -> Path:
+    """`convert(source, output)`, its refusals and loading errors each one line."""
+    from .convert import ConversionError
 
     _quiet_loading()
     try:
-        output = export_marian(args.model, args.output)
+        return convert(source, output)
     except ConversionError as error:
-        raise _fail(f"cannot convert {args.model}: {error}") from None
+        raise _fail(f"cannot convert {source}: {error}") from None
     except (OSError, ValueError) as error:
-        raise _fail(f"cannot load model {args.model!r}: {str(error).splitlines()[0]}") from None
-    print(f"MarianMTModel written to {output}")
+        raise _fail(f"cannot load {what} {source!r}: {str(error).splitlines()[0]}") from None
 
 
 def _export_ct2(args: argparse.Namespace) -> None:

@@ -13,27 +13,23 @@ from dataclasses import dataclass, field
 from datasets import Dataset, DatasetDict
 from transformers import HfArgumentParser
 
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.treebank import treebank_path, treebank_splits
 from hf_vanilla.evaluation.parsing import parse_and_score
 from hf_vanilla.parsing import TreebankError, linearize_leaves, tree_words
 from hf_vanilla.training.arguments import RecipeArguments
-from hf_vanilla.training.loop import train
-from hf_vanilla.training.preflight import PreflightError, check_hub, check_splits, check_writable, run_checks
+from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import PARSING_PRESETS
 from hf_vanilla.training.run import (
-    average_final,
+    check_before_training,
     finish,
     first,
-    interrupted,
     run_model,
     run_recipe,
     run_tokenizer,
     settings_for,
     start,
-    training_examples,
-    untrained_result,
-    validation_for,
+    train_and_average,
 )
 
 LANGUAGES = ("words", "tree")  # the two sides of each pair
@@ -69,15 +65,29 @@ def as_pairs(trees: list[str], leaves: str) -> Dataset:
     return Dataset.from_dict({"translation": pairs, "gold": trees})
 
 
+def tree_leaves(args: Arguments, model_preset: str) -> str:
+    """What stands for each word in the linearized trees: --init-from's model's own (its grammar decodes them, so
+    a different --tree-leaves is refused), else --tree-leaves or the preset's."""
+    if args.init_from is not None:
+        try:
+            leaves = VanillaTransformerConfig.from_pretrained(args.init_from).tree_leaves
+        except OSError as error:
+            raise PreflightError(f"--init-from {args.init_from}: {str(error).splitlines()[0]}") from error
+        if args.tree_leaves not in (None, leaves):
+            raise PreflightError(f"--tree-leaves {args.tree_leaves}: --init-from's model writes {leaves} leaves")
+        return leaves
+    overrides = {"tree_leaves": args.tree_leaves} if args.tree_leaves else {}
+    try:
+        return VanillaTransformerConfig.from_preset(model_preset, **overrides).tree_leaves
+    except ValueError as error:
+        raise PreflightError(f"--tree-leaves: {error}") from error
+
+
 def main(args: Arguments) -> dict:
     # Start: preset, Accelerator (precision as launched), seed; the trees' leaves checked before any data is read.
     accelerator, preset, output_dir = start("ptb_parse", args, PARSING_PRESETS)
     settings = settings_for(args, preset)
-    overrides = {"tree_leaves": args.tree_leaves} if args.tree_leaves else {}
-    try:
-        leaves = VanillaTransformerConfig.from_preset(preset.model_preset, **overrides).tree_leaves
-    except ValueError as error:
-        raise PreflightError(f"--tree-leaves: {error}") from error
+    leaves = tree_leaves(args, preset.model_preset)
 
     # Data, and everything that can be checked before the first update.
     try:
@@ -85,16 +95,7 @@ def main(args: Arguments) -> dict:
     except (FileNotFoundError, TreebankError) as error:
         raise PreflightError(str(error)) from error
     corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items() if trees})
-    validate = settings.eval_every > 0 and not args.eval_only
-    needed = {args.eval_split: "--eval-split", **({"validation": "--eval-every 0"} if validate else {})}
-    run_checks(
-        accelerator,
-        [
-            lambda: check_splits(corpus, {"train": "--treebank", **needed}, args.treebank),
-            lambda: check_writable(output_dir),
-            *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
-        ],
-    )
+    validate = check_before_training(accelerator, args, settings, corpus, args.treebank, "--treebank", output_dir)
 
     # Tokenizer: treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
     tokenizer = run_tokenizer(
@@ -103,36 +104,28 @@ def main(args: Arguments) -> dict:
     model = run_model(args, settings, tokenizer, **({} if args.init_from else {"tree_leaves": leaves}))
 
     # Training, then the average of the last checkpoints.
-    if args.eval_only:
-        training, averaged = untrained_result(accelerator), []
-    else:
-        examples = training_examples(accelerator, corpus["train"], tokenizer, LANGUAGES, settings, output_dir)
-        validation = None
-        if validate:
-            held = first(corpus["validation"], settings.eval_metric_sentences)
+    def validation_f1(current, held) -> dict:
+        words = [pair["words"] for pair in held["translation"]]
+        figures, _, _ = parse_and_score(
+            current, tokenizer, words, held["gold"], args.tree_grammar, progress=False, num_beams=1
+        )
+        return {"valid_evalb_f1": figures["evalb_f1"]}
 
-            def validation_f1(current) -> dict:
-                words = [pair["words"] for pair in held["translation"]]
-                figures, _, _ = parse_and_score(
-                    current, tokenizer, words, held["gold"], args.tree_grammar, progress=False, num_beams=1
-                )
-                return {"valid_evalb_f1": figures["evalb_f1"]}
-
-            validation = validation_for(
-                accelerator,
-                corpus["validation"],
-                tokenizer,
-                LANGUAGES,
-                output_dir,
-                settings,
-                preset.tokens_per_step,
-                validation_f1,
-            )
-        training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
-        if interrupted(accelerator, training, output_dir):
-            return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
-        final, averaged = average_final(accelerator, output_dir, settings.average_last)
-        model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
+    model, training, averaged = train_and_average(
+        accelerator,
+        args,
+        model,
+        tokenizer,
+        corpus,
+        LANGUAGES,
+        settings,
+        preset.tokens_per_step,
+        output_dir,
+        validate,
+        validation_f1,
+    )
+    if training.stopped_by_signal:
+        return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
 
     # Evaluation with the paper's decoding, results, card, upload: on the main process.
     results = {}

@@ -14,26 +14,21 @@ from dataclasses import dataclass, field
 
 from transformers import HfArgumentParser
 
-from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
 from hf_vanilla.evaluation.translation import translate_and_score
 from hf_vanilla.training.arguments import RecipeArguments
-from hf_vanilla.training.loop import train
-from hf_vanilla.training.preflight import PreflightError, check_hub, check_splits, check_writable, run_checks
+from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import WMT_PRESETS
 from hf_vanilla.training.run import (
-    average_final,
+    check_before_training,
     finish,
     first,
-    interrupted,
     run_model,
     run_recipe,
     run_tokenizer,
     settings_for,
     start,
-    training_examples,
-    untrained_result,
-    validation_for,
+    train_and_average,
 )
 
 
@@ -72,51 +67,34 @@ def main(args: Arguments) -> dict:
     if problem:
         raise PreflightError(problem)
     corpus = select_pairs(corpus, *languages, {split: settings.word_limit(split) for split in corpus})
-    validate = settings.eval_every > 0 and not args.eval_only
-    needed = {args.eval_split: "--eval-split", **({"validation": "--eval-every 0"} if validate else {})}
-    run_checks(
-        accelerator,
-        [
-            lambda: check_splits(corpus, {"train": "--dataset", **needed}, dataset),
-            lambda: check_writable(output_dir),
-            *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
-        ],
-    )
+    validate = check_before_training(accelerator, args, settings, corpus, dataset, "--dataset", output_dir)
 
     # Tokenizer (trained on the training split, or --init-from's) and model.
     tokenizer = run_tokenizer(accelerator, args, output_dir, corpus["train"], languages, settings, dataset)
     model = run_model(args, settings, tokenizer)
 
     # Training, then the average of the last checkpoints.
-    if args.eval_only:
-        training, averaged = untrained_result(accelerator), []
-    else:
-        examples = training_examples(accelerator, corpus["train"], tokenizer, languages, settings, output_dir)
-        validation = None
-        if validate:
-            held = first(corpus["validation"], settings.eval_metric_sentences)
+    def validation_bleu(current, held) -> dict:
+        figures, _ = translate_and_score(
+            current, tokenizer, *sides(held, languages), args.target_lang, progress=False, num_beams=1
+        )
+        return {"valid_sacrebleu": figures["sacrebleu"]}
 
-            def validation_bleu(current) -> dict:
-                figures, _ = translate_and_score(
-                    current, tokenizer, *sides(held, languages), args.target_lang, progress=False, num_beams=1
-                )
-                return {"valid_sacrebleu": figures["sacrebleu"]}
-
-            validation = validation_for(
-                accelerator,
-                corpus["validation"],
-                tokenizer,
-                languages,
-                output_dir,
-                settings,
-                preset.tokens_per_step,
-                validation_bleu,
-            )
-        training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
-        if interrupted(accelerator, training, output_dir):
-            return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
-        final, averaged = average_final(accelerator, output_dir, settings.average_last)
-        model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
+    model, training, averaged = train_and_average(
+        accelerator,
+        args,
+        model,
+        tokenizer,
+        corpus,
+        languages,
+        settings,
+        preset.tokens_per_step,
+        output_dir,
+        validate,
+        validation_bleu,
+    )
+    if training.stopped_by_signal:
+        return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
 
     # Evaluation with the paper's decoding, results, card, upload: on the main process.
     results = {}

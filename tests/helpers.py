@@ -71,23 +71,19 @@ def run_settings(**overrides):
     return RunSettings(**{**defaults, **overrides})
 
 
+def tiny_recipe_flags(output_dir: Path, *flags: str) -> list[str]:
+    """The translation recipe's flags for the tiny preset on the shared WMT sample, writing into `output_dir`."""
+    return [
+        *("--preset", "tiny", "--dataset", str(require(WMT_SAMPLE)), "--moses-detokenize"),
+        *("--eval-split", "validation", "--output-dir", str(output_dir)),
+        *flags,
+    ]
+
+
 def tiny_recipe(output_dir: Path, *flags: str) -> subprocess.Popen:
     """The translation recipe run directly (one process, one thread) with the tiny preset on the shared WMT sample,
     writing into `output_dir`, its stderr in `output_dir`.log."""
-    command = [
-        sys.executable,
-        str(RECIPES / "wmt_ende.py"),
-        "--preset",
-        "tiny",
-        "--dataset",
-        str(require(WMT_SAMPLE)),
-        "--moses-detokenize",
-        "--eval-split",
-        "validation",
-        "--output-dir",
-        str(output_dir),
-        *flags,
-    ]
+    command = [sys.executable, str(RECIPES / "wmt_ende.py"), *tiny_recipe_flags(output_dir, *flags)]
     with output_dir.with_suffix(".log").open("w") as log:
         return subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "OMP_NUM_THREADS": "1"}

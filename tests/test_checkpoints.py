@@ -63,9 +63,10 @@ def test_a_corrupted_newest_checkpoint_is_reported_and_the_previous_one_resumed(
         assert torch.equal(a, b), name  # bit-identical, from checkpoint 2
 
 
-def test_averaging_refuses_a_corrupted_checkpoint_by_name(tmp_path):
+@pytest.mark.parametrize("damage", [truncate, flip_a_byte], ids=["truncated", "a flipped byte in a weight"])
+def test_averaging_refuses_a_corrupted_checkpoint_by_name(tmp_path, damage):
     run_loop(tmp_path, 4)
-    truncate(tmp_path / "checkpoint-00000004" / "model" / "model.safetensors")
+    damage(tmp_path / "checkpoint-00000004" / "model" / "model.safetensors")
     done = subprocess.run(
         [
             sys.executable,

@@ -53,6 +53,17 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
     assert run_loader(folder, True, ids)["beam"] == expected
 
 
+def test_an_english_french_card_shows_the_papers_english_french_figure(wmt_run):
+    run_dir, results = wmt_run
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(run_dir / "final")
+    english_german = render_model_card(results, model.config, model.generation_config, "someone/ende").text
+    english_french = render_model_card(
+        {**results, "target_lang": "fr"}, model.config, model.generation_config, "someone/enfr"
+    ).text
+    assert "| 27.3 |" in english_german and "41.8" not in english_german
+    assert "| 41.8 |" in english_french and "Transformer big, English-French" in english_french
+
+
 def test_parser_card_reports_evalb_from_results_and_its_snippet_parses(parse_run, tmp_path, capsys):
     run_dir, results = parse_run
     folder = build_hub_folder(run_dir, tmp_path / "hub", "someone/parser")

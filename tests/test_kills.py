@@ -16,7 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from helpers import RECIPES, WMT_SAMPLE, require, tiny_recipe
+from helpers import RECIPES, tiny_recipe, tiny_recipe_flags
 
 TESTS = Path(__file__).resolve().parent
 LAUNCHERS = {  # processes (or "fsdp": 2 processes, the model sharded by FSDP2) -> the command before the recipe
@@ -27,23 +27,7 @@ LAUNCHERS = {  # processes (or "fsdp": 2 processes, the model sharded by FSDP2) 
 
 
 def recipe_flags(output_dir: Path) -> list[str]:
-    return [
-        "--preset",
-        "tiny",
-        "--dataset",
-        str(require(WMT_SAMPLE)),
-        "--moses-detokenize",
-        "--eval-split",
-        "validation",
-        "--eval-sentences",
-        "2",
-        "--num-beams",
-        "1",
-        "--log-every",
-        "1",
-        "--output-dir",
-        str(output_dir),
-    ]
+    return tiny_recipe_flags(output_dir, "--eval-sentences", "2", "--num-beams", "1", "--log-every", "1")
 
 
 def environment() -> dict:

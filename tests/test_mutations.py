@@ -47,7 +47,9 @@ MUTATIONS = {
         ["test_modeling.py", "test_marian_equivalence.py"],
     ),
 }
-CHECKED_FILES = sorted({file for _, files in MUTATIONS.values() for file in files})
+# Files that compare decodings too (against MarianMTModel and CTranslate2): run and reported for every mutation.
+ALSO_REPORTED = ["test_convert.py", "test_ct2.py"]
+CHECKED_FILES = sorted({file for _, files in MUTATIONS.values() for file in files} | set(ALSO_REPORTED))
 
 
 def mutated_copy(destination: Path, edits: list[tuple[str, str]]) -> Path:
@@ -98,6 +100,13 @@ def failing_tests(copy: Path) -> dict[str, list[str]]:
     for match in re.finditer(r"^(?:FAILED|ERROR) tests/(\S+?\.py)::(\S+)", done.stdout, flags=re.MULTILINE):
         failed.setdefault(match.group(1), []).append(match.group(2))
     return failed
+
+
+@pytest.mark.slow
+def test_the_unmutated_copy_passes_every_checked_file(tmp_path):
+    """The control: what the mutations make fail passes in a copy made the same way without them."""
+    failed = failing_tests(mutated_copy(tmp_path, []))
+    assert not any(failed.values()), failed
 
 
 @pytest.mark.slow

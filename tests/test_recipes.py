@@ -110,6 +110,14 @@ def test_a_checkpoint_holds_the_weights_once(wmt_run):
     ]
 
 
+def test_a_parser_warm_start_writes_trees_with_its_models_own_leaves(parse_run):
+    ptb_parse, final = recipe("ptb_parse"), str(parse_run[0] / "final")  # a model with "words" leaves
+    assert ptb_parse.tree_leaves(ptb_parse.Arguments(), "parsing") == "placeholder"
+    assert ptb_parse.tree_leaves(ptb_parse.Arguments(init_from=final), "parsing") == "words"
+    with pytest.raises(PreflightError, match="--tree-leaves placeholder: --init-from's model writes words leaves"):
+        ptb_parse.tree_leaves(ptb_parse.Arguments(init_from=final, tree_leaves="placeholder"), "parsing")
+
+
 def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run):
     output_dir, results = parse_run
     assert {"evalb_f1", "evalb_precision", "evalb_recall", "evalb_exact_match", "repaired_share"} <= set(results)
@@ -186,6 +194,19 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
     assert peak_learning_rate(512, 4000, peak.lr_scale) == pytest.approx(1e-3)
     with pytest.raises(ValueError, match="--lr-scale or --learning-rate"):
         resolve(recipe("wmt_ende").Arguments(lr_scale=1, learning_rate=1e-3), WMT_PRESETS["base"], d_model=512)
+    with pytest.raises(ValueError, match="--keep-last 3 keeps fewer checkpoints than --average-last 5"):
+        resolve(recipe("wmt_ende").Arguments(keep_last=3), WMT_PRESETS["base"], d_model=512)
+
+
+def test_a_length_filter_that_leaves_nothing_stops_before_training(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for split in ("train", "valid"):  # every pair at least 8 words a side
+        (corpus / f"{split}.en").write_text("".join(f"this is sentence number {i} of the corpus\n" for i in range(40)))
+        (corpus / f"{split}.de").write_text("".join(f"das ist Satz Nummer {i} des Korpus hier\n" for i in range(40)))
+    with pytest.raises(PreflightError, match="drops all 40 pairs: raise --max-length or --max-length-ratio"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "run", dataset=str(corpus), moses_detokenize=False, max_length=3))
+    assert not list((tmp_path / "run").glob("checkpoint-*"))
 
 
 def test_demo_presets_are_bounded_by_updates_not_by_time():
@@ -266,6 +287,13 @@ def test_deepspeed_is_refused_at_start_up(tmp_path, monkeypatch):
         recipe("wmt_ende").main(wmt_args(tmp_path / "run"))
 
 
+def test_validation_decoding_under_fsdp_is_refused_at_start_up(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    with pytest.raises(PreflightError, match="--eval-metric-sentences decodes on the main process alone"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "run", eval_metric_sentences=2))
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_tokenizer_trained_for_another_run_is_refused(wmt_run, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -320,6 +348,14 @@ def test_eval_only_scores_a_model_without_training(wmt_run, tmp_path):
     assert json.loads((tmp_path / "run" / "results.json").read_text())["sacrebleu"] == results["sacrebleu"]
     assert "evaluated as they are" in (tmp_path / "run" / "README.md").read_text()
     assert not list((tmp_path / "run").glob("checkpoint-*"))
+
+
+def test_eval_only_without_a_model_to_score_is_refused_before_anything_is_written(wmt_run):
+    output_dir, trained = wmt_run
+    before = (output_dir / "results.json").read_text()
+    with pytest.raises(PreflightError, match="--eval-only scores --init-from MODEL"):
+        recipe("wmt_ende").main(wmt_args(output_dir, eval_only=True))
+    assert (output_dir / "results.json").read_text() == before  # a random model's score never replaces the run's
 
 
 def test_launcher_precision_is_used_and_recorded(tmp_path):
@@ -392,12 +428,10 @@ def test_two_gloo_processes_train_validate_warm_start_and_evaluate(wmt_sample, t
     assert set(two) == set(one) and two["steps"] == one["steps"] == 20
     # Each update of the 2-process run consumed batches on both processes: about twice the tokens of one process.
     assert 1.5 * one["train_tokens"] < two["train_tokens"] < 2.5 * one["train_tokens"]
-    # The validation loss covers the whole validation split whatever the number of processes (same weights at 0).
-    logs = {
-        name: [json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
-        for name in ("one", "two")
-    }
-    assert [e["step"] for e in logs["two"] if "valid_loss" in e] == [10, 20]
+    # Validation every 10 updates in both runs (its split sharded across the two processes, the loss reduced).
+    for name in ("one", "two"):
+        log = [json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
+        assert [e["step"] for e in log if "valid_loss" in e] == [10, 20], name
     assert output.count("encoding") <= 4  # the training and validation splits encoded once, by the main process
     warm, _ = _launch(
         tmp_path,

@@ -41,8 +41,8 @@ class RecipeArguments:
     eval_only: bool = field(
         default=False,
         metadata={
-            "help": "Train nothing: score --init-from (or OUTPUT_DIR/final) on --eval-split, write results "
-            "and the card."
+            "help": "Train nothing: score --init-from's model on --eval-split, write results and the card to "
+            "--output-dir."
         },
     )
     # The paper's hyper-parameters (section 5), each defaulting to the preset
@@ -191,6 +191,9 @@ def resolve(args: RecipeArguments, preset: TrainingPreset, d_model: int) -> RunS
         if getattr(args, name) is not None
     }
     ratio = pick("max_length_ratio", preset.max_length_ratio)
+    keep_last = pick("keep_last", max(average_last, 1))
+    if keep_last < average_last:
+        raise ValueError(f"--keep-last {keep_last} keeps fewer checkpoints than --average-last {average_last}")
     return RunSettings(
         preset=args.preset,
         model_preset=preset.model_preset,
@@ -210,7 +213,7 @@ def resolve(args: RecipeArguments, preset: TrainingPreset, d_model: int) -> RunS
         max_source_words=preset.max_source_words,
         max_train_source_words=preset.max_train_source_words,
         save_every=pick("save_every", preset.save_every),
-        keep_last=pick("keep_last", max(average_last, 1)),
+        keep_last=keep_last,
         average_last=average_last,
         log_every=args.log_every,
         eval_every=pick("eval_every", preset.eval_every),

@@ -222,17 +222,23 @@ def verify_checkpoint(checkpoint: Path) -> None:
         if name not in manifest:
             raise CheckpointError(f"{checkpoint.name}: {name} is missing from its manifest")
     for name, expected in manifest.items():
-        path = checkpoint / name
-        if not path.is_file():
-            raise CheckpointError(f"{checkpoint.name}: {name} is missing")
-        if path.stat().st_size != expected["bytes"]:
-            raise CheckpointError(
-                f"{checkpoint.name}: {name} has {path.stat().st_size} bytes, {expected['bytes']} were written"
-            )
-        if _sha256(path) != expected["sha256"]:
-            raise CheckpointError(f"{checkpoint.name}: {name} is corrupted (its SHA-256 differs from the one written)")
-        if name.endswith(".safetensors"):
-            check_safetensors(path)
+        _check_file(checkpoint, name, expected)
+
+
+def _check_file(checkpoint: Path, name: str, expected: dict) -> None:
+    """Raises `CheckpointError` unless the checkpoint's file `name` has the size and SHA-256 its manifest records
+    (and, for safetensors, opens)."""
+    path = checkpoint / name
+    if not path.is_file():
+        raise CheckpointError(f"{checkpoint.name}/{name} is missing")
+    if path.stat().st_size != expected["bytes"]:
+        raise CheckpointError(
+            f"{checkpoint.name}/{name} has {path.stat().st_size} bytes, {expected['bytes']} were written"
+        )
+    if _sha256(path) != expected["sha256"]:
+        raise CheckpointError(f"{checkpoint.name}/{name} is corrupted (its SHA-256 differs from the one written)")
+    if name.endswith(".safetensors"):
+        check_safetensors(path)
 
 
 def check_safetensors(path: Path) -> None:
@@ -312,6 +318,20 @@ def load_full_weights(model: torch.nn.Module, weights: dict[str, torch.Tensor]) 
         parameter.copy_(full)
 
 
+def _manifest_entry(checkpoint: Path, path: Path) -> dict | None:
+    """What the checkpoint's manifest records for `path` (size and SHA-256), or None without a manifest."""
+    try:
+        manifest = json.loads((checkpoint / MANIFEST).read_text())["files"]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError) as error:
+        raise CheckpointError(f"{checkpoint}: no readable {MANIFEST} ({error})") from error
+    name = str(path.relative_to(checkpoint))
+    if name not in manifest:
+        raise CheckpointError(f"{checkpoint}: {name} is missing from its manifest")
+    return manifest[name]
+
+
 def average_checkpoints(checkpoints: list[Path], output: Path) -> Path:
     """Averages the weights of `checkpoints` (checkpoint folders or HF model folders) into a loadable model folder at
     `output`, with the newest checkpoint's config, generation config and tokenizer (the paper averages the last 5
@@ -320,10 +340,13 @@ def average_checkpoints(checkpoints: list[Path], output: Path) -> Path:
         raise ValueError("No checkpoints to average.")
     folders = [Path(c) / MODEL_DIR if (Path(c) / MODEL_DIR).is_dir() else Path(c) for c in checkpoints]
     total: dict[str, torch.Tensor] = {}
-    for folder in folders:
+    for checkpoint, folder in zip(checkpoints, folders):
         weights_file = folder / WEIGHTS
         if not weights_file.is_file():
             raise CheckpointError(f"{weights_file} not found: not a checkpoint or model folder.")
+        recorded = _manifest_entry(Path(checkpoint), weights_file)
+        if recorded is not None:  # a recipe's checkpoint: its weights' bytes are checked, not only their header
+            _check_file(Path(checkpoint), str(weights_file.relative_to(checkpoint)), recorded)
         check_safetensors(weights_file)
         weights = load_file(str(weights_file))
         if total and set(weights) != set(total):

@@ -3,7 +3,7 @@ in one line, on every process."""
 
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from accelerate import Accelerator
@@ -25,6 +25,16 @@ def refuse_deepspeed() -> None:
         )
 
 
+def refuse_metric_under_fsdp(eval_metric_sentences: int) -> None:
+    """--eval-metric-sentences decodes on the main process alone; under FSDP every forward gathers the shards from
+    all processes, so the others would wait for it forever."""
+    if eval_metric_sentences and os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true", "yes"):
+        raise PreflightError(
+            "--eval-metric-sentences decodes on the main process alone, which FSDP's sharded model cannot do: "
+            "leave it at 0 under FSDP (the validation loss is still computed)"
+        )
+
+
 def check_writable(folder: Path) -> None:
     """`folder` exists (or is created) and a file can be written in it."""
     folder = Path(folder)
@@ -37,14 +47,17 @@ def check_writable(folder: Path) -> None:
         raise PreflightError(f"cannot write to the output folder {folder}: {error.strerror or error}") from error
 
 
-def check_splits(available: Iterable[str], needed: dict[str, str], source: str) -> None:
-    """Each split of `needed` (split -> the flag that asks for it) is among `available`."""
-    available = sorted(available)
+def check_splits(corpus: Mapping, needed: dict[str, str], source: str) -> None:
+    """Each split of `needed` (split -> the flag that asks for it) is in `corpus` and holds examples (the recipes'
+    length and word-count limits may have left none)."""
+    available = sorted(corpus)
     for split, flag in needed.items():
         if split not in available:
             raise PreflightError(
                 f"{source} has no {split!r} split (it has {', '.join(available) or 'none'}): choose another {flag}"
             )
+        if len(corpus[split]) == 0:
+            raise PreflightError(f"the {split!r} split of {source} is empty (after the recipe's limits): check {flag}")
 
 
 def check_hub(repo_id: str, token: str | None = None) -> None:

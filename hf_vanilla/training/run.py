@@ -31,8 +31,16 @@ from .accelerator import create_accelerator
 from .arguments import RecipeArguments, RunSettings, resolve
 from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
 from .collectives import broadcast_value
-from .loop import TrainingResult
-from .preflight import PreflightError, refuse_deepspeed
+from .loop import TrainingResult, train
+from .preflight import (
+    PreflightError,
+    check_hub,
+    check_splits,
+    check_writable,
+    refuse_deepspeed,
+    refuse_metric_under_fsdp,
+    run_checks,
+)
 from .presets import TrainingPreset, new_model
 from .validation import Validation
 
@@ -70,7 +78,10 @@ def start(
         raise PreflightError(f"--preset must be one of {', '.join(sorted(presets))}, got {args.preset!r}")
     if args.eval_only and args.resume:
         raise PreflightError("--eval-only trains nothing: it cannot --resume")
+    if args.eval_only and args.init_from is None:  # scoring a fresh random model would overwrite a run's results
+        raise PreflightError("--eval-only scores --init-from MODEL (e.g. --init-from RUN/final --output-dir RUN-eval)")
     refuse_deepspeed()
+    refuse_metric_under_fsdp(args.eval_metric_sentences)
     output_dir = Path(args.output_dir or f"runs/{project}")
     accelerator = create_accelerator(project, output_dir, args.mixed_precision, args.report_to, vars(args))
     set_seed(args.seed)
@@ -87,6 +98,30 @@ def settings_for(args: RecipeArguments, preset: TrainingPreset) -> RunSettings:
         return resolve(args, preset, d_model)
     except ValueError as error:
         raise PreflightError(str(error)) from error
+
+
+def check_before_training(
+    accelerator: Accelerator,
+    args: RecipeArguments,
+    settings: RunSettings,
+    corpus,
+    source: str,
+    flag: str,
+    output_dir: Path,
+) -> bool:
+    """What can fail after hours, checked in seconds on every process: the splits the run reads (from `source`,
+    given by `flag`), the output folder, the Hub repo. Returns whether the run validates during training."""
+    validate = settings.eval_every > 0 and not args.eval_only
+    needed = {"train": flag, args.eval_split: "--eval-split", **({"validation": "--eval-every 0"} if validate else {})}
+    run_checks(
+        accelerator,
+        [
+            lambda: check_splits(corpus, needed, source),
+            lambda: check_writable(output_dir),
+            *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
+        ],
+    )
+    return validate
 
 
 def run_tokenizer(
@@ -170,7 +205,10 @@ def training_examples(
 ) -> EncodedPairs:
     """The training pairs' token ids, length-filtered (the count dropped is logged)."""
     examples = encoded_split(accelerator, pairs, tokenizer, languages, output_dir, "train")
-    examples, dropped = examples.length_filter(settings.max_length, settings.max_length_ratio)
+    try:
+        examples, dropped = examples.length_filter(settings.max_length, settings.max_length_ratio)
+    except ValueError as error:  # every pair filtered out: before the first update, one line
+        raise PreflightError(f"{error}: raise --max-length or --max-length-ratio") from error
     logger.info(
         f"Length filter (at most {settings.max_length} tokens a side, ratio {settings.max_length_ratio}): kept "
         f"{dropped['kept']:,} of {dropped['total']:,} training pairs ({dropped['too_long']:,} too long, "
@@ -213,6 +251,45 @@ def validation_for(
         pad_token_id=tokenizer.pad_token_id,
         metric=metric if settings.eval_metric_sentences else None,
     )
+
+
+def train_and_average(
+    accelerator: Accelerator,
+    args: RecipeArguments,
+    model,
+    tokenizer,
+    corpus,
+    languages: tuple[str, str],
+    settings: RunSettings,
+    tokens_per_step: int,
+    output_dir: Path,
+    validate: bool,
+    metric: Callable[[torch.nn.Module, object], dict],
+) -> tuple[torch.nn.Module, TrainingResult, list[str]]:
+    """Training (validated when `validate`; `metric(model, pairs)` scores a few decoded validation pairs), then the
+    average of the newest checkpoints, loaded: the model to evaluate, the training figures, the averaged checkpoints.
+    With --eval-only, the model as given; after a stop signal (`interrupted`), the model as trained so far."""
+    if args.eval_only:
+        return model, untrained_result(accelerator), []
+    examples = training_examples(accelerator, corpus["train"], tokenizer, languages, settings, output_dir)
+    validation = None
+    if validate:
+        held = first(corpus["validation"], settings.eval_metric_sentences)
+        validation = validation_for(
+            accelerator,
+            corpus["validation"],
+            tokenizer,
+            languages,
+            output_dir,
+            settings,
+            tokens_per_step,
+            lambda current: metric(current, held),
+        )
+    training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
+    if interrupted(accelerator, training, output_dir):
+        return model, training, []
+    final, averaged = average_final(accelerator, output_dir, settings.average_last)
+    return VanillaTransformerForConditionalGeneration.from_pretrained(final), training, averaged
 
 
 def first(pairs, count: int | None):
