@@ -15,6 +15,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_FILE = "hf_vanilla/modeling_vanilla.py"
 
+# Every test file that compares decodings: hf_vanilla's own, against MarianMTModel and CTranslate2, as remote code.
+ALL_DECODING_FILES = [
+    "test_modeling.py",
+    "test_marian_equivalence.py",
+    "test_remote_code.py",
+    "test_convert.py",
+    "test_ct2.py",
+]
 # name: (edits of the model file as (exact text, replacement), the test files that must catch it)
 MUTATIONS = {
     "the self-attention cache ignores its past": (
@@ -24,18 +32,20 @@ MUTATIONS = {
                 " " * 16 + "cache.update(key_states, value_states, self.layer_idx)\n\n",
             )
         ],
-        ["test_modeling.py", "test_marian_equivalence.py", "test_remote_code.py"],
+        ALL_DECODING_FILES,
     ),
     "the causal mask lets the future in": (
         [
             ("causal_mask = create_causal_mask(", "causal_mask = None and create_causal_mask("),
             ("is_cross_attention=False, is_causal=True", "is_cross_attention=False, is_causal=False"),
         ],
-        ["test_modeling.py", "test_marian_equivalence.py", "test_remote_code.py"],
+        ALL_DECODING_FILES,
     ),
     "beam search reorders no cache": (
         [("        past_key_values.self_attention_cache.reorder_cache(beam_idx)\n", "")],
-        ["test_modeling.py", "test_marian_equivalence.py"],  # the remote code holds the same bug as the package
+        # The remote code holds the same bug as the package. The converter and CTranslate2 tests' beam searches do
+        # not show it (measured: none of them fails), so the beam tests of these two files are the ones required.
+        ["test_modeling.py", "test_marian_equivalence.py"],
     ),
     "cross-attention ignores the source padding": (
         [
@@ -44,12 +54,10 @@ MUTATIONS = {
                 "attention_mask=None,\n            key_value_states=encoder_hidden_states,",
             )
         ],
-        ["test_modeling.py", "test_marian_equivalence.py"],
+        ALL_DECODING_FILES,
     ),
 }
-# Files that compare decodings too (against MarianMTModel and CTranslate2): run and reported for every mutation.
-ALSO_REPORTED = ["test_convert.py", "test_ct2.py"]
-CHECKED_FILES = sorted({file for _, files in MUTATIONS.values() for file in files} | set(ALSO_REPORTED))
+CHECKED_FILES = sorted(ALL_DECODING_FILES)  # each run for every mutation, and what failed printed
 
 
 def mutated_copy(destination: Path, edits: list[tuple[str, str]]) -> Path:

@@ -432,7 +432,10 @@ def test_two_gloo_processes_train_validate_warm_start_and_evaluate(wmt_sample, t
     for name in ("one", "two"):
         log = [json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
         assert [e["step"] for e in log if "valid_loss" in e] == [10, 20], name
-    assert output.count("encoding") <= 4  # the training and validation splits encoded once, by the main process
+    # The training and validation splits encoded once, by the main process (a bar each), the other reading the cache.
+    assert output.count("encoding:   0%") == 2
+    cached = sorted(p.name.split("-")[0] for p in (tmp_path / "two" / "cache").glob("*.arrow"))
+    assert cached == ["train", "validation"]
     warm, _ = _launch(
         tmp_path,
         "warm",
