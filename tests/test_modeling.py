@@ -325,6 +325,49 @@ def test_loss_with_num_items_in_batch_is_the_sum_over_the_accumulated_count():
     torch.testing.assert_close(label_smoothed_cross_entropy(logits, labels, 0.1, 0, torch.tensor(6)), summed / 6)
 
 
+@pytest.mark.parametrize("chunk_tokens", [1, 5, 64])
+def test_a_chunked_loss_is_the_plain_loss_with_the_same_gradients(chunk_tokens):
+    ids, mask = batch()
+    labels, _ = batch(seed=3, lengths=(5, 2, 4))
+    results = []
+    for chunked in (0, chunk_tokens):
+        torch.manual_seed(0)
+        model = tiny_model(final_logits_bias=True, dropout=0.0, loss_chunk_tokens=chunked).train()
+        with torch.no_grad():
+            model.lm_head.bias.normal_()  # a bias that is not zero, to be added chunk by chunk too
+        out = model(input_ids=ids, attention_mask=mask, labels=labels)
+        out.loss.backward()
+        results.append((out, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (plain, plain_grads), (chunked, chunked_grads) = results
+    assert plain.logits is not None and chunked.logits is None  # the whole batch's logits never existed
+    torch.testing.assert_close(chunked.loss, plain.loss, rtol=1e-6, atol=1e-6)
+    assert plain_grads.keys() == chunked_grads.keys() and "lm_head.bias" in plain_grads
+    for name, grad in plain_grads.items():
+        torch.testing.assert_close(chunked_grads[name], grad, rtol=1e-5, atol=1e-6, msg=name)
+    model.eval()  # evaluation (and validation, which reads the logits) takes the plain path
+    assert model(input_ids=ids, attention_mask=mask, labels=labels).logits is not None
+
+
+def test_a_chunked_loss_computes_each_chunks_logits_once_forward_and_once_backward(monkeypatch):
+    import hf_vanilla.modeling_vanilla as modeling
+
+    shapes = []
+    plain_chunk_loss = modeling._chunk_loss
+
+    def counted(hidden, *args):
+        shapes.append(hidden.shape[0])
+        return plain_chunk_loss(hidden, *args)
+
+    monkeypatch.setattr(modeling, "_chunk_loss", counted)
+    ids, mask = batch()
+    labels, _ = batch(seed=3, lengths=(5, 2, 4))  # 3 x 5 label positions
+    model = tiny_model(loss_chunk_tokens=4).train()
+    loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    assert shapes == [4, 4, 4, 3]
+    loss.backward()  # recomputed in the backward pass, chunk by chunk
+    assert sorted(shapes) == sorted([4, 4, 4, 3] * 2)
+
+
 # --- decoding -------------------------------------------------------------------------------------------------------
 
 
