@@ -401,6 +401,30 @@ def test_cache_changes_nothing(reversal_model, num_beams):
         assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
 
 
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(reversal_model, num_beams):
+    """`cache_implementation="static"` (fixed-size key/value buffers, the shape torch.compile and CUDA graphs need)
+    gives the dynamic cache's tokens and scores."""
+    from transformers.cache_utils import StaticCache
+
+    ids, mask, _ = reversal_batch(seed=4, rows=6)
+    kwargs = dict(
+        attention_mask=mask,
+        num_beams=num_beams,
+        max_new_tokens=12,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    dynamic = reversal_model.generate(ids, **kwargs)
+    static = reversal_model.generate(ids, cache_implementation="static", **kwargs)
+    assert isinstance(static.past_key_values.self_attention_cache, StaticCache)
+    assert isinstance(static.past_key_values.cross_attention_cache, StaticCache)
+    assert_varied(dynamic.sequences)
+    assert torch.equal(static.sequences, dynamic.sequences)
+    for a, b in zip(static.scores, dynamic.scores, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
+
+
 def test_cached_decoding_scores_are_the_teacher_forced_distribution(reversal_model):
     """Each greedy step's logits (computed incrementally from the cache) are those of one teacher-forced pass over the
     whole decoded sequence, whose causal mask hides every later position."""
