@@ -32,6 +32,14 @@ class RecipeArguments:
         default=None,
         metadata={"help": "no, fp16 or bf16. Default: what `accelerate launch` / `accelerate config` set."},
     )
+    torch_compile: bool = field(
+        default=False,
+        metadata={
+            "help": "Compile the model (torch.compile, inductor) unless `accelerate launch --dynamo_backend` chose a "
+            "backend; under any backend, batch lengths are padded to multiples of 8 and results.json counts the "
+            "graphs built."
+        },
+    )
     report_to: str | None = field(default=None, metadata={"help": "An Accelerate tracker, e.g. tensorboard."})
     resume: bool = field(default=False, metadata={"help": "Continue from the newest complete checkpoint."})
     init_from: str | None = field(
