@@ -189,6 +189,19 @@ def test_a_compiled_model_trains_on_lengths_padded_to_8_as_the_eager_one_and_cou
     assert losses["compiled"] == pytest.approx(losses["eager"], abs=2e-3)
 
 
+def test_torch_compile_asks_for_inductor_unless_the_launcher_chose_a_backend(tmp_path, monkeypatch):
+    from accelerate.state import AcceleratorState
+
+    from hf_vanilla.training.accelerator import create_accelerator
+
+    for launched, flag, expected in (("no", True, "INDUCTOR"), ("no", False, "NO"), ("aot_eager", True, "AOT_EAGER")):
+        AcceleratorState._reset_state()
+        monkeypatch.setenv("ACCELERATE_DYNAMO_BACKEND", launched)
+        accelerator = create_accelerator("test", tmp_path, None, None, {}, torch_compile=flag)
+        assert accelerator.state.dynamo_plugin.backend.value == expected, (launched, flag)
+    AcceleratorState._reset_state()
+
+
 def test_an_update_reads_nothing_back_from_the_device(tmp_path, monkeypatch):
     """On a GPU every host read of a tensor (bool(), item(), float()) waits for the device. The loop keeps its loss on
     the device and reads it only when logging; the model checks token ids only outside training (the loop checks the
