@@ -111,6 +111,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
         activation_function: the feed-forward activation: `"relu"` (the paper) or `"swish"` (OPUS-MT's Marian models).
         final_logits_bias: add a learned bias to the pre-softmax projection (Marian's `final_logits_bias`; the paper
             has none).
+        loss_chunk_tokens: in training, compute the pre-softmax projection and the loss this many label positions
+            at a time, each chunk's logits recomputed in the backward pass, so that the logits of the whole batch
+            (25k x 37k floats for the base recipe) never exist; the output then holds no logits. 0: all at once.
     """
 
     model_type = "vanilla_transformer"
@@ -144,6 +147,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
     scale_embedding: bool = True
     activation_function: str = "relu"
     final_logits_bias: bool = False
+    loss_chunk_tokens: int = 0
 
     def __post_init__(self, **kwargs):
         problems = []
@@ -161,6 +165,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 problems.append(f"{name} must be in [0, 1), got {value}")
+        if self.loss_chunk_tokens < 0:
+            problems.append(f"loss_chunk_tokens must not be negative, got {self.loss_chunk_tokens}")
         if self.norm_style not in ("post", "pre"):
             problems.append(f"norm_style must be 'post' or 'pre', got {self.norm_style!r}")
         if self.position_embedding_type not in ("sinusoidal", "learned"):

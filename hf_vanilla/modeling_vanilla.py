@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
@@ -588,6 +589,41 @@ def label_smoothed_cross_entropy(
     return loss / num_items_in_batch
 
 
+def chunked_label_smoothed_cross_entropy(
+    hidden_states: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    labels: torch.Tensor,
+    epsilon: float,
+    pad_token_id: int,
+    chunk_tokens: int,
+    num_items_in_batch: int | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`label_smoothed_cross_entropy` of the logits `hidden_states @ weight.T + bias`, `chunk_tokens` positions at a
+    time: each chunk's logits are recomputed in the backward pass (activation checkpointing), so at most one chunk's
+    logits exist at once. Reads nothing back from the device."""
+    hidden = hidden_states.reshape(-1, hidden_states.shape[-1])
+    labels = labels.masked_fill(labels == pad_token_id, -100).reshape(-1).to(hidden.device)
+    total = hidden.new_zeros((), dtype=torch.float32)
+    for start in range(0, hidden.shape[0], chunk_tokens):
+        chunk = slice(start, start + chunk_tokens)
+        total = total + checkpoint(
+            _chunk_loss, hidden[chunk], weight, bias, labels[chunk], epsilon, use_reentrant=False
+        )
+    if num_items_in_batch is None:
+        num_items_in_batch = (labels != -100).sum()
+    if isinstance(num_items_in_batch, torch.Tensor):
+        num_items_in_batch = num_items_in_batch.to(total.device)
+    return total / num_items_in_batch
+
+
+def _chunk_loss(
+    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, labels: torch.Tensor, epsilon: float
+) -> torch.Tensor:
+    logits = nn.functional.linear(hidden, weight, bias).float()
+    return nn.functional.cross_entropy(logits, labels, ignore_index=-100, reduction="sum", label_smoothing=epsilon)
+
+
 class SourceLengthLimitLogitsProcessor(LogitsProcessor):
     """Forces end-of-sequence once a hypothesis reaches its own source's limit (the paper: source length + 50), so
     every sentence of a batch stops at its own maximum output length, whatever the longest source allows."""
@@ -690,13 +726,27 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             hidden_states = hidden_states[:, -logits_to_keep:, :]
         elif isinstance(logits_to_keep, torch.Tensor):
             hidden_states = hidden_states[:, logits_to_keep, :]
-        logits = self.lm_head(hidden_states)
-
-        loss = None
-        if labels is not None:
-            loss = label_smoothed_cross_entropy(
-                logits, labels, self.config.label_smoothing, self.config.pad_token_id, num_items_in_batch
+        if labels is not None and self.training and self.config.loss_chunk_tokens:
+            logits, loss = (
+                None,
+                chunked_label_smoothed_cross_entropy(
+                    hidden_states,
+                    self.lm_head.weight,
+                    self.lm_head.bias,
+                    labels,
+                    self.config.label_smoothing,
+                    self.config.pad_token_id,
+                    self.config.loss_chunk_tokens,
+                    num_items_in_batch,
+                ),
             )
+        else:
+            logits = self.lm_head(hidden_states)
+            loss = None
+            if labels is not None:
+                loss = label_smoothed_cross_entropy(
+                    logits, labels, self.config.label_smoothing, self.config.pad_token_id, num_items_in_batch
+                )
         return Seq2SeqLMOutput(
             loss=loss,
             logits=logits,

@@ -100,18 +100,27 @@ def tiny_examples():
     return EncodedPairs.from_lists(ids, [list(reversed(x[:-1])) + [2] for x in ids])
 
 
-def run_loop(output_dir: Path, max_steps: int, resume: bool = False, **settings):
-    """The training loop on `tiny_examples` (checkpoints every 2 updates unless `settings` say otherwise):
-    (TrainingResult, trained model)."""
+def run_loop(
+    output_dir: Path,
+    max_steps: int,
+    resume: bool = False,
+    dynamo_backend: str | None = None,
+    model_overrides: dict | None = None,
+    **settings,
+):
+    """The training loop on `tiny_examples` (checkpoints every 2 updates unless `settings` say otherwise), the model
+    compiled with `dynamo_backend` when given: (TrainingResult, trained model)."""
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
     from accelerate.utils import set_seed
 
     from hf_vanilla.training.loop import train
 
     set_seed(0)
-    accelerator = Accelerator(cpu=True)
+    AcceleratorState._reset_state()  # the state is a per-process singleton: each run gets its own dynamo backend
+    accelerator = Accelerator(cpu=True, dynamo_backend=dynamo_backend)
     tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
-    model = tiny_model().train()
+    model = tiny_model(**(model_overrides or {})).train()
     result = train(
         accelerator,
         model,

@@ -325,6 +325,49 @@ def test_loss_with_num_items_in_batch_is_the_sum_over_the_accumulated_count():
     torch.testing.assert_close(label_smoothed_cross_entropy(logits, labels, 0.1, 0, torch.tensor(6)), summed / 6)
 
 
+@pytest.mark.parametrize("chunk_tokens", [1, 5, 64])
+def test_a_chunked_loss_is_the_plain_loss_with_the_same_gradients(chunk_tokens):
+    ids, mask = batch()
+    labels, _ = batch(seed=3, lengths=(5, 2, 4))
+    results = []
+    for chunked in (0, chunk_tokens):
+        torch.manual_seed(0)
+        model = tiny_model(final_logits_bias=True, dropout=0.0, loss_chunk_tokens=chunked).train()
+        with torch.no_grad():
+            model.lm_head.bias.normal_()  # a bias that is not zero, to be added chunk by chunk too
+        out = model(input_ids=ids, attention_mask=mask, labels=labels)
+        out.loss.backward()
+        results.append((out, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (plain, plain_grads), (chunked, chunked_grads) = results
+    assert plain.logits is not None and chunked.logits is None  # the whole batch's logits never existed
+    torch.testing.assert_close(chunked.loss, plain.loss, rtol=1e-6, atol=1e-6)
+    assert plain_grads.keys() == chunked_grads.keys() and "lm_head.bias" in plain_grads
+    for name, grad in plain_grads.items():
+        torch.testing.assert_close(chunked_grads[name], grad, rtol=1e-5, atol=1e-6, msg=name)
+    model.eval()  # evaluation (and validation, which reads the logits) takes the plain path
+    assert model(input_ids=ids, attention_mask=mask, labels=labels).logits is not None
+
+
+def test_a_chunked_loss_computes_each_chunks_logits_once_forward_and_once_backward(monkeypatch):
+    import hf_vanilla.modeling_vanilla as modeling
+
+    shapes = []
+    plain_chunk_loss = modeling._chunk_loss
+
+    def counted(hidden, *args):
+        shapes.append(hidden.shape[0])
+        return plain_chunk_loss(hidden, *args)
+
+    monkeypatch.setattr(modeling, "_chunk_loss", counted)
+    ids, mask = batch()
+    labels, _ = batch(seed=3, lengths=(5, 2, 4))  # 3 x 5 label positions
+    model = tiny_model(loss_chunk_tokens=4).train()
+    loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    assert shapes == [4, 4, 4, 3]
+    loss.backward()  # recomputed in the backward pass, chunk by chunk
+    assert sorted(shapes) == sorted([4, 4, 4, 3] * 2)
+
+
 # --- decoding -------------------------------------------------------------------------------------------------------
 
 
@@ -356,6 +399,30 @@ def test_cache_changes_nothing(reversal_model, num_beams):
         torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-4)
     if num_beams > 1:
         assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(reversal_model, num_beams):
+    """`cache_implementation="static"` (fixed-size key/value buffers, the shape torch.compile and CUDA graphs need)
+    gives the dynamic cache's tokens and scores."""
+    from transformers.cache_utils import StaticCache
+
+    ids, mask, _ = reversal_batch(seed=4, rows=6)
+    kwargs = dict(
+        attention_mask=mask,
+        num_beams=num_beams,
+        max_new_tokens=12,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    dynamic = reversal_model.generate(ids, **kwargs)
+    static = reversal_model.generate(ids, cache_implementation="static", **kwargs)
+    assert isinstance(static.past_key_values.self_attention_cache, StaticCache)
+    assert isinstance(static.past_key_values.cross_attention_cache, StaticCache)
+    assert_varied(dynamic.sequences)
+    assert torch.equal(static.sequences, dynamic.sequences)
+    for a, b in zip(static.scores, dynamic.scores, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
 
 
 def test_cached_decoding_scores_are_the_teacher_forced_distribution(reversal_model):

@@ -156,6 +156,8 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
                 "0.1",
                 "--label-smoothing",
                 "0.2",
+                "--loss-chunk-tokens",
+                "512",
                 "--num-beams",
                 "2",
                 "--length-penalty",
@@ -178,7 +180,12 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
         )
         settings = resolve(args, WMT_PRESETS["demo"], d_model=128)
         assert (settings.vocab_size, settings.lr_scale, settings.warmup_steps, settings.update_freq) == (500, 2, 10, 2)
-        assert settings.model_overrides == {"dropout": 0.2, "attention_dropout": 0.1, "label_smoothing": 0.2}
+        assert settings.model_overrides == {
+            "dropout": 0.2,
+            "attention_dropout": 0.1,
+            "label_smoothing": 0.2,
+            "loss_chunk_tokens": 512,
+        }
         assert settings.decoding == {"num_beams": 2, "length_penalty": 1.0, "max_length_offset": 7}
         assert (settings.save_every, settings.average_last, settings.keep_last, settings.eval_every) == (3, 2, 2, 5)
         assert (settings.max_length, settings.max_length_ratio) == (100, 2)

@@ -72,19 +72,21 @@ def test_padding_on_the_shared_wmt_sample_is_under_5_percent(wmt_sample):
     assert bucketed < 0.05 < shuffled, (bucketed, shuffled)
 
 
-def test_encoded_pairs_batch_equals_padding_each_row_by_hand():
+@pytest.mark.parametrize("multiple", [1, 8])
+def test_encoded_pairs_batch_equals_padding_each_row_by_hand(multiple):
     sources = [[3 + (i * 7 + j) % 50 for j in range(1 + i % 9)] + [2] for i in range(40)]
     targets = [[4 + (i * 5 + j) % 60 for j in range(i % 13)] + [2] for i in range(40)]
     examples = EncodedPairs.from_lists(sources, targets)
     assert examples.source_lengths.tolist() == [len(s) for s in sources]
     indices = [31, 0, 7, 12, 7]  # any order, repeats allowed
-    batch = examples.collate(indices, pad_token_id=1)
-    width = max(len(sources[i]) for i in indices)
+    batch = examples.collate(indices, pad_token_id=1, pad_to_multiple_of=multiple)
+    width = -(-max(len(sources[i]) for i in indices) // multiple) * multiple
+    assert width == (9 if multiple == 1 else 16)
     assert batch["input_ids"].tolist() == [sources[i] + [1] * (width - len(sources[i])) for i in indices]
     assert batch["attention_mask"].tolist() == [
         [1] * len(sources[i]) + [0] * (width - len(sources[i])) for i in indices
     ]
-    width = max(len(targets[i]) for i in indices)
+    width = -(-max(len(targets[i]) for i in indices) // multiple) * multiple
     assert batch["labels"].tolist() == [targets[i] + [-100] * (width - len(targets[i])) for i in indices]
     assert all(t.dtype == torch.long for t in batch.values())
 
@@ -164,6 +166,40 @@ def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
         "checkpoint-00000004",
         "checkpoint-00000006",
     ]
+
+
+def test_a_compiled_model_trains_on_lengths_padded_to_8_as_the_eager_one_and_counts_its_graphs(tmp_path):
+    """Under a torch.compile backend (aot_eager here: the graphs without inductor's code generation) the loop pads
+    batch lengths to multiples of 8 and counts the graphs built: few for 6 updates of varying batches (dynamo marks
+    a dimension dynamic once it has changed); padding is masked, so every update's loss is the eager loop's (no
+    dropout; the weights drift apart only through Adam's normalisation of gradients that are zero up to rounding,
+    e.g. of the key biases)."""
+    no_dropout = {"dropout": 0.0}
+    eager, _ = run_loop(tmp_path / "eager", 6, save_every=100, model_overrides=no_dropout)
+    compiled, _ = run_loop(
+        tmp_path / "compiled", 6, save_every=100, dynamo_backend="aot_eager", model_overrides=no_dropout
+    )
+    assert (eager.dynamo_backend, eager.compiled_graphs) == ("no", 0)
+    assert compiled.dynamo_backend == "aot_eager" and 1 <= compiled.compiled_graphs <= 4, compiled.compiled_graphs
+    losses = {}
+    for name in ("eager", "compiled"):
+        log = [json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
+        losses[name] = [entry["loss"] for entry in log if "loss" in entry]
+    assert len(losses["eager"]) == 6 and len(set(losses["eager"])) > 1
+    assert losses["compiled"] == pytest.approx(losses["eager"], abs=2e-3)
+
+
+def test_torch_compile_asks_for_inductor_unless_the_launcher_chose_a_backend(tmp_path, monkeypatch):
+    from accelerate.state import AcceleratorState
+
+    from hf_vanilla.training.accelerator import create_accelerator
+
+    for launched, flag, expected in (("no", True, "INDUCTOR"), ("no", False, "NO"), ("aot_eager", True, "AOT_EAGER")):
+        AcceleratorState._reset_state()
+        monkeypatch.setenv("ACCELERATE_DYNAMO_BACKEND", launched)
+        accelerator = create_accelerator("test", tmp_path, None, None, {}, torch_compile=flag)
+        assert accelerator.state.dynamo_plugin.backend.value == expected, (launched, flag)
+    AcceleratorState._reset_state()
 
 
 def test_an_update_reads_nothing_back_from_the_device(tmp_path, monkeypatch):

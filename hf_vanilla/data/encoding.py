@@ -61,12 +61,17 @@ class EncodedPairs:
             )
         return (self if keep.all() else self.select(np.flatnonzero(keep))), dropped
 
-    def collate(self, indices: Sequence[int], pad_token_id: int) -> dict[str, torch.Tensor]:
+    def collate(
+        self, indices: Sequence[int], pad_token_id: int, pad_to_multiple_of: int = 1
+    ) -> dict[str, torch.Tensor]:
         """Pairs `indices` as a right-padded batch: `input_ids` (pad_token_id on padding), `attention_mask` (0 there)
-        and `labels` (-100 there). The model builds the decoder inputs itself by shifting the labels right."""
+        and `labels` (-100 there), each side as long as its longest row rounded up to `pad_to_multiple_of` (so that
+        a compiled model sees few distinct shapes). The model builds the decoder inputs by shifting the labels."""
         indices = np.asarray(indices, dtype=np.int64)
-        input_ids, attention_mask = _padded(self.source_ids, self.source_offsets, indices, pad_token_id)
-        labels, _ = _padded(self.target_ids, self.target_offsets, indices, -100)
+        input_ids, attention_mask = _padded(
+            self.source_ids, self.source_offsets, indices, pad_token_id, pad_to_multiple_of
+        )
+        labels, _ = _padded(self.target_ids, self.target_offsets, indices, -100, pad_to_multiple_of)
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
 
 
@@ -90,10 +95,12 @@ def _gather(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray) -> tuple[
     return ids[positions], new_offsets
 
 
-def _padded(ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, fill: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _padded(
+    ids: np.ndarray, offsets: np.ndarray, indices: np.ndarray, fill: int, multiple: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
     starts = offsets[indices]
     lengths = offsets[indices + 1] - starts
-    positions = np.arange(lengths.max())
+    positions = np.arange(-(-int(lengths.max()) // multiple) * multiple)
     inside = positions[None, :] < lengths[:, None]
     gathered = ids[np.where(inside, starts[:, None] + positions[None, :], 0)]
     return torch.from_numpy(np.where(inside, gathered, fill).astype(np.int64)), torch.from_numpy(

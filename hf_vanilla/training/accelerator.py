@@ -31,16 +31,23 @@ def single_process_despite_request() -> bool:
 
 
 def create_accelerator(
-    project: str, output_dir: Path, mixed_precision: str | None, report_to: str | None, config: dict
+    project: str,
+    output_dir: Path,
+    mixed_precision: str | None,
+    report_to: str | None,
+    config: dict,
+    torch_compile: bool = False,
 ) -> Accelerator:
     """An `Accelerator` for a recipe. `mixed_precision=None` keeps what `accelerate launch` or `accelerate config` set
     (the recipe's flag only overrides it when given). Without any GPU (or other accelerator) it runs on the CPU, so
     that processes started by torchrun (`accelerate launch --multi_gpu`) form a gloo group instead of failing;
     `report_to` starts an Accelerate tracker (e.g. tensorboard) logging under `output_dir`, with `config` as its
-    hyper-parameters."""
+    hyper-parameters. `torch_compile` asks for the inductor backend unless the launcher chose one."""
+    launched_backend = os.environ.get("ACCELERATE_DYNAMO_BACKEND", "no").lower()
     accelerator = Accelerator(
         cpu=not torch.accelerator.is_available(),
         mixed_precision=mixed_precision,
+        dynamo_backend="inductor" if torch_compile and launched_backend == "no" else None,
         log_with=report_to,
         project_dir=str(output_dir),
     )

@@ -32,6 +32,14 @@ class RecipeArguments:
         default=None,
         metadata={"help": "no, fp16 or bf16. Default: what `accelerate launch` / `accelerate config` set."},
     )
+    torch_compile: bool = field(
+        default=False,
+        metadata={
+            "help": "Compile the model (torch.compile, inductor) unless `accelerate launch --dynamo_backend` chose a "
+            "backend; under any backend, batch lengths are padded to multiples of 8 and results.json counts the "
+            "graphs built."
+        },
+    )
     report_to: str | None = field(default=None, metadata={"help": "An Accelerate tracker, e.g. tensorboard."})
     resume: bool = field(default=False, metadata={"help": "Continue from the newest complete checkpoint."})
     init_from: str | None = field(
@@ -57,6 +65,13 @@ class RecipeArguments:
     dropout: float | None = field(default=None, metadata={"help": "P_drop on sub-layer outputs and embeddings."})
     attention_dropout: float | None = field(default=None, metadata={"help": "Dropout on attention weights."})
     label_smoothing: float | None = field(default=None, metadata={"help": "epsilon_ls (the paper: 0.1)."})
+    loss_chunk_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Compute the output projection and loss this many target positions at a time (recomputed in "
+            "the backward pass), never the whole batch's logits. Default: the model's (0: all at once)."
+        },
+    )
     num_beams: int | None = field(default=None, metadata={"help": "Beam size of the final decoding."})
     length_penalty: float | None = field(default=None, metadata={"help": "GNMT length penalty alpha."})
     max_length_offset: int | None = field(default=None, metadata={"help": "Maximum output = source length + this."})
@@ -160,7 +175,7 @@ def resolve(args: RecipeArguments, preset: TrainingPreset, d_model: int) -> RunS
         value = getattr(args, name)
         if value is not None and value < 1:
             problems.append(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-    for name in ("eval_every", "eval_metric_sentences", "max_length_offset"):
+    for name in ("eval_every", "eval_metric_sentences", "max_length_offset", "loss_chunk_tokens"):
         value = getattr(args, name)
         if value is not None and value < 0:
             problems.append(f"--{name.replace('_', '-')} must not be negative, got {value}")
@@ -182,7 +197,7 @@ def resolve(args: RecipeArguments, preset: TrainingPreset, d_model: int) -> RunS
     average_last = pick("average_last", preset.average_last)
     model_overrides = {
         name: getattr(args, name)
-        for name in ("dropout", "attention_dropout", "label_smoothing")
+        for name in ("dropout", "attention_dropout", "label_smoothing", "loss_chunk_tokens")
         if getattr(args, name) is not None
     }
     decoding = {

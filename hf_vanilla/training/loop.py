@@ -29,6 +29,8 @@ logger = get_logger(__name__)
 BEST_DIR = "best"
 # With several processes, a stop signal is agreed on (an all-reduce) every this many updates.
 SIGNAL_CHECK_EVERY = 10
+# Under torch.compile, batch lengths are rounded up to a multiple of this (aligned shapes for tensor cores).
+COMPILED_LENGTH_MULTIPLE = 8
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class TrainingResult:
     best_step: int | None = None
     best_valid_loss: float | None = None
     stopped_by_signal: str | None = None
+    dynamo_backend: str = "no"  # torch.compile's backend (`accelerate launch --dynamo_backend` or --torch-compile)
+    compiled_graphs: int = 0  # graphs torch.compile built in training: 1 plus its recompilations
 
 
 def batch_tokens(settings: RunSettings, num_processes: int, examples: EncodedPairs) -> int:
@@ -152,7 +156,10 @@ def train(
     optimizer = paper_optimizer(model.to(accelerator.device).parameters(), fused=fused)
     # Not passed to prepare(): Accelerate would step it once per process, and the schedule counts updates.
     scheduler = paper_scheduler(optimizer, model.config.d_model, settings.warmup_steps, settings.lr_scale)
-    model, optimizer = accelerator.prepare(model, optimizer)
+    model, optimizer = accelerator.prepare(model, optimizer)  # compiles the model when a dynamo backend is set
+    backend = accelerator.state.dynamo_plugin.backend.value.lower()
+    pad_to_multiple_of = 1 if backend == "no" else COMPILED_LENGTH_MULTIPLE
+    graphs_before = _compiled_graphs()
     progress = TrainingProgress()
 
     if resume:
@@ -203,7 +210,7 @@ def train(
             for index, indices in enumerate(group):
                 batch = {
                     k: v.to(accelerator.device, non_blocking=True)
-                    for k, v in examples.collate(indices, tokenizer.pad_token_id).items()
+                    for k, v in examples.collate(indices, tokenizer.pad_token_id, pad_to_multiple_of).items()
                 }
                 sync = index == len(group) - 1
                 with nullcontext() if sync else accelerator.no_sync(model):
@@ -295,7 +302,16 @@ def train(
         best_step=progress.best_step,
         best_valid_loss=progress.best_valid_loss,
         stopped_by_signal=signals.received,
+        dynamo_backend=backend,
+        compiled_graphs=_compiled_graphs() - graphs_before,
     )
+
+
+def _compiled_graphs() -> int:
+    """How many graphs torch.compile has built in this process (each recompilation one more)."""
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"]
 
 
 def _truncate_log(log_file: Path, step: int) -> None:

@@ -83,7 +83,9 @@ def start(
     refuse_deepspeed()
     refuse_metric_under_fsdp(args.eval_metric_sentences)
     output_dir = Path(args.output_dir or f"runs/{project}")
-    accelerator = create_accelerator(project, output_dir, args.mixed_precision, args.report_to, vars(args))
+    accelerator = create_accelerator(
+        project, output_dir, args.mixed_precision, args.report_to, vars(args), args.torch_compile
+    )
     set_seed(args.seed)
     return accelerator, presets[args.preset], output_dir
 
