@@ -189,6 +189,13 @@ def test_a_compiled_model_trains_on_lengths_padded_to_8_as_the_eager_one_and_cou
     assert losses["compiled"] == pytest.approx(losses["eager"], abs=2e-3)
 
 
+def test_a_compiled_run_resumes_from_its_checkpoint(tmp_path):
+    compiled = {"save_every": 2, "dynamo_backend": "aot_eager", "model_overrides": {"dropout": 0.0}}
+    run_loop(tmp_path, 2, **compiled)
+    resumed, _ = run_loop(tmp_path, 4, resume=True, **compiled)
+    assert resumed.steps == 4 and [c.name for c in list_checkpoints(tmp_path)][-1] == "checkpoint-00000004"
+
+
 def test_torch_compile_asks_for_inductor_unless_the_launcher_chose_a_backend(tmp_path, monkeypatch):
     from accelerate.state import AcceleratorState
 

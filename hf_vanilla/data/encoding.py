@@ -65,8 +65,8 @@ class EncodedPairs:
         self, indices: Sequence[int], pad_token_id: int, pad_to_multiple_of: int = 1
     ) -> dict[str, torch.Tensor]:
         """Pairs `indices` as a right-padded batch: `input_ids` (pad_token_id on padding), `attention_mask` (0 there)
-        and `labels` (-100 there), each side as long as its longest row rounded up to `pad_to_multiple_of` (so that
-        a compiled model sees few distinct shapes). The model builds the decoder inputs by shifting the labels."""
+        and `labels` (-100 there), each side as long as its longest row rounded up to `pad_to_multiple_of` (aligned
+        shapes for a compiled model). The model builds the decoder inputs itself by shifting the labels right."""
         indices = np.asarray(indices, dtype=np.int64)
         input_ids, attention_mask = _padded(
             self.source_ids, self.source_offsets, indices, pad_token_id, pad_to_multiple_of

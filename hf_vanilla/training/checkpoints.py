@@ -289,7 +289,9 @@ def load_checkpoint(accelerator: Accelerator, checkpoint: Path, model, optimizer
             f"{checkpoint.name} was written by {state['num_processes']} processes; resuming it with "
             f"{accelerator.num_processes} would change the batches: launch {state['num_processes']} processes"
         )
-    load_full_weights(accelerator.unwrap_model(model), load_file(str(checkpoint / MODEL_DIR / WEIGHTS)))
+    # The module itself, not torch.compile's wrapper (whose parameter names start with `_orig_mod.`).
+    module = accelerator.unwrap_model(model, keep_torch_compile=False)
+    load_full_weights(module, load_file(str(checkpoint / MODEL_DIR / WEIGHTS)))
     settings = json.loads((checkpoint / "optimizer.json").read_text())
     optimizer_state = _unflatten_optimizer(load_file(str(checkpoint / "optimizer.safetensors")), settings)
     set_optimizer_state_dict(model, _inner(optimizer), optimizer_state, options=StateDictOptions(full_state_dict=True))

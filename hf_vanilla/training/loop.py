@@ -159,7 +159,7 @@ def train(
     model, optimizer = accelerator.prepare(model, optimizer)  # compiles the model when a dynamo backend is set
     backend = accelerator.state.dynamo_plugin.backend.value.lower()
     pad_to_multiple_of = 1 if backend == "no" else COMPILED_LENGTH_MULTIPLE
-    graphs_before = _compiled_graphs()
+    graphs_before = _compiled_graphs() if backend != "no" else 0
     progress = TrainingProgress()
 
     if resume:
@@ -303,7 +303,7 @@ def train(
         best_valid_loss=progress.best_valid_loss,
         stopped_by_signal=signals.received,
         dynamo_backend=backend,
-        compiled_graphs=_compiled_graphs() - graphs_before,
+        compiled_graphs=_compiled_graphs() - graphs_before if backend != "no" else 0,
     )
 
 
