@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import platform
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -151,9 +152,12 @@ def run_tokenizer(
         try:
             if (folder / "tokenizer.json").exists():
                 check_provenance(folder, expected)
-            else:
-                AutoTokenizer.from_pretrained(args.init_from).save_pretrained(folder)
-                (folder / PROVENANCE_FILE).write_text(json.dumps(expected, indent=2))
+            else:  # written whole or not at all, as the trained tokenizers are: a run killed here copies it again
+                temporary = folder.with_name(f".tmp-{folder.name}")
+                shutil.rmtree(temporary, ignore_errors=True)
+                AutoTokenizer.from_pretrained(args.init_from).save_pretrained(temporary)
+                (temporary / PROVENANCE_FILE).write_text(json.dumps(expected, indent=2))
+                os.replace(temporary, folder)
         except TokenizerMismatch as error:
             problem = str(error)
         except OSError as error:
