@@ -582,6 +582,11 @@ def label_smoothed_cross_entropy(
         reduction="sum",
         label_smoothing=epsilon,
     )
+    return _per_item(loss, labels, num_items_in_batch)
+
+
+def _per_item(loss: torch.Tensor, labels: torch.Tensor, num_items_in_batch: int | torch.Tensor | None) -> torch.Tensor:
+    """A summed loss over the label tokens of the batch (labels -100 on padding), or over `num_items_in_batch`."""
     if num_items_in_batch is None:
         num_items_in_batch = (labels != -100).sum()
     if isinstance(num_items_in_batch, torch.Tensor):
@@ -608,20 +613,22 @@ def chunked_label_smoothed_cross_entropy(
     for start in range(0, hidden.shape[0], chunk_tokens):
         chunk = slice(start, start + chunk_tokens)
         total = total + checkpoint(
-            _chunk_loss, hidden[chunk], weight, bias, labels[chunk], epsilon, use_reentrant=False
+            _chunk_loss, hidden[chunk], weight, bias, labels[chunk], epsilon, pad_token_id, use_reentrant=False
         )
-    if num_items_in_batch is None:
-        num_items_in_batch = (labels != -100).sum()
-    if isinstance(num_items_in_batch, torch.Tensor):
-        num_items_in_batch = num_items_in_batch.to(total.device)
-    return total / num_items_in_batch
+    return _per_item(total, labels, num_items_in_batch)
 
 
 def _chunk_loss(
-    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, labels: torch.Tensor, epsilon: float
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    labels: torch.Tensor,
+    epsilon: float,
+    pad_token_id: int,
 ) -> torch.Tensor:
-    logits = nn.functional.linear(hidden, weight, bias).float()
-    return nn.functional.cross_entropy(logits, labels, ignore_index=-100, reduction="sum", label_smoothing=epsilon)
+    """The summed label-smoothed loss of one chunk's logits."""
+    logits = nn.functional.linear(hidden, weight, bias)
+    return label_smoothed_cross_entropy(logits, labels, epsilon, pad_token_id, num_items_in_batch=1)
 
 
 class SourceLengthLimitLogitsProcessor(LogitsProcessor):

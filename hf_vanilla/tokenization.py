@@ -119,6 +119,16 @@ def check_provenance(folder: Path, expected: dict) -> None:
         )
 
 
+def write_tokenizer_folder(folder: Path, tokenizer, record: dict) -> None:
+    """`tokenizer` saved in `folder` with `record` (what it was made from) beside it, written whole or not at all: a
+    run killed while writing leaves no folder, and the next one writes it again."""
+    temporary = folder.with_name(f".tmp-{folder.name}")
+    shutil.rmtree(temporary, ignore_errors=True)
+    tokenizer.save_pretrained(temporary)
+    (temporary / PROVENANCE_FILE).write_text(json.dumps(record, indent=2))
+    os.replace(temporary, folder)
+
+
 def prepare_shared_tokenizer(
     accelerator,
     output_dir: Path,
@@ -147,13 +157,11 @@ def prepare_shared_tokenizer(
                 check_provenance(folder, expected)
             except TokenizerMismatch as error:
                 problem = str(error)
-        else:  # written whole or not at all: a run killed here trains it again
+        else:
             texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
-            temporary = folder.with_name(f".tmp-{folder.name}")
-            shutil.rmtree(temporary, ignore_errors=True)
-            train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only).save_pretrained(temporary)
-            (temporary / PROVENANCE_FILE).write_text(json.dumps(expected, indent=2))
-            os.replace(temporary, folder)
+            write_tokenizer_folder(
+                folder, train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only), expected
+            )
     problem = broadcast_value(accelerator, problem)
     if problem:
         raise TokenizerMismatch(problem)

@@ -95,7 +95,7 @@ def main(args: Arguments) -> dict:
     except (FileNotFoundError, TreebankError) as error:
         raise PreflightError(str(error)) from error
     corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items() if trees})
-    validate = check_before_training(accelerator, args, settings, corpus, args.treebank, "--treebank", output_dir)
+    check_before_training(accelerator, args, settings, corpus, args.treebank, "--treebank", output_dir)
 
     # Tokenizer: treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
     tokenizer = run_tokenizer(
@@ -121,7 +121,6 @@ def main(args: Arguments) -> dict:
         settings,
         preset.tokens_per_step,
         output_dir,
-        validate,
         validation_f1,
     )
     if training.stopped_by_signal:

@@ -67,7 +67,7 @@ def main(args: Arguments) -> dict:
     if problem:
         raise PreflightError(problem)
     corpus = select_pairs(corpus, *languages, {split: settings.word_limit(split) for split in corpus})
-    validate = check_before_training(accelerator, args, settings, corpus, dataset, "--dataset", output_dir)
+    check_before_training(accelerator, args, settings, corpus, dataset, "--dataset", output_dir)
 
     # Tokenizer (trained on the training split, or --init-from's) and model.
     tokenizer = run_tokenizer(accelerator, args, output_dir, corpus["train"], languages, settings, dataset)
@@ -90,7 +90,6 @@ def main(args: Arguments) -> dict:
         settings,
         preset.tokens_per_step,
         output_dir,
-        validate,
         validation_bleu,
     )
     if training.stopped_by_signal:

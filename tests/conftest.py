@@ -15,6 +15,7 @@ from helpers import (
     require,
     reversal_tokenizer,
     train_reversal_model,
+    wmt_args,
     write_opus_tokenizer,
 )
 
@@ -76,23 +77,9 @@ def opus_folder(tmp_path_factory) -> Path:
 def wmt_run(tmp_path_factory) -> tuple[Path, dict]:
     """A real 4-step run of the WMT recipe on the shared WMT sample, validating every 2 updates (loss and the BLEU of
     2 sentences): its output folder and results."""
-    wmt_ende = recipe("wmt_ende")
     output_dir = tmp_path_factory.mktemp("wmt_run")
-    args = wmt_ende.Arguments(
-        preset="demo",
-        dataset=str(require(WMT_SAMPLE)),
-        moses_detokenize=True,
-        output_dir=str(output_dir),
-        max_steps=4,
-        max_tokens=1500,
-        eval_split="validation",
-        eval_sentences=4,
-        save_every=2,
-        log_every=1,
-        eval_every=2,
-        eval_metric_sentences=2,
-    )
-    return output_dir, wmt_ende.main(args)
+    args = wmt_args(output_dir, max_steps=4, eval_sentences=4, eval_every=2, eval_metric_sentences=2, num_beams=None)
+    return output_dir, recipe("wmt_ende").main(args)
 
 
 @pytest.fixture(scope="session")

@@ -71,6 +71,25 @@ def run_settings(**overrides):
     return RunSettings(**{**defaults, **overrides})
 
 
+def wmt_args(output_dir: Path, **overrides):
+    """Arguments of a short WMT-sample run of the translation recipe."""
+    defaults = dict(
+        preset="demo",
+        dataset=str(require(WMT_SAMPLE)),
+        moses_detokenize=True,
+        output_dir=str(output_dir),
+        max_steps=2,
+        max_tokens=1500,
+        eval_split="validation",
+        eval_sentences=2,
+        save_every=2,
+        log_every=1,
+        eval_every=0,
+        num_beams=1,
+    )
+    return recipe("wmt_ende").Arguments(**{**defaults, **overrides})
+
+
 def tiny_recipe_flags(output_dir: Path, *flags: str) -> list[str]:
     """The translation recipe's flags for the tiny preset on the shared WMT sample, writing into `output_dir`."""
     return [

@@ -20,7 +20,7 @@ from hf_vanilla.parsing import parse_tree
 from hf_vanilla.tokenization import TokenizerMismatch
 from hf_vanilla.training.preflight import PreflightError
 
-from helpers import RECIPES, WMT_SAMPLE, recipe, require
+from helpers import RECIPES, WMT_SAMPLE, recipe, require, wmt_args
 
 RESULT_KEYS = {
     "sacrebleu",
@@ -32,25 +32,6 @@ RESULT_KEYS = {
     "best_step",
     "best_valid_loss",
 }
-
-
-def wmt_args(output_dir: Path, **overrides):
-    """Arguments of a short WMT-sample run of the translation recipe."""
-    defaults = dict(
-        preset="demo",
-        dataset=str(require(WMT_SAMPLE)),
-        moses_detokenize=True,
-        output_dir=str(output_dir),
-        max_steps=2,
-        max_tokens=1500,
-        eval_split="validation",
-        eval_sentences=2,
-        save_every=2,
-        log_every=1,
-        eval_every=0,
-        num_beams=1,
-    )
-    return recipe("wmt_ende").Arguments(**{**defaults, **overrides})
 
 
 def test_wmt_recipe_runs_on_the_shared_sample_and_writes_results(wmt_run):

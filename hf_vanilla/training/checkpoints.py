@@ -213,16 +213,26 @@ def verify_checkpoint(checkpoint: Path) -> None:
     """Raises `CheckpointError` naming what is wrong unless every file of the manifest is there with its size and
     SHA-256, and every safetensors file opens."""
     checkpoint = Path(checkpoint)
-    manifest_file = checkpoint / MANIFEST
-    try:
-        manifest = json.loads(manifest_file.read_text())["files"]
-    except (OSError, ValueError, KeyError) as error:
-        raise CheckpointError(f"{checkpoint.name}: no readable {MANIFEST} ({error})") from error
+    manifest = _read_manifest(checkpoint)
     for name in (f"{MODEL_DIR}/{WEIGHTS}", "optimizer.safetensors", STATE_FILE):
-        if name not in manifest:
-            raise CheckpointError(f"{checkpoint.name}: {name} is missing from its manifest")
+        _listed(checkpoint, manifest, name)
     for name, expected in manifest.items():
         _check_file(checkpoint, name, expected)
+
+
+def _read_manifest(checkpoint: Path) -> dict:
+    """The checkpoint's manifest: file name -> its size and SHA-256."""
+    try:
+        return json.loads((checkpoint / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError) as error:
+        raise CheckpointError(f"{checkpoint.name}: no readable {MANIFEST} ({error})") from error
+
+
+def _listed(checkpoint: Path, manifest: dict, name: str) -> dict:
+    """What the manifest records for the file `name`; a `CheckpointError` when it records nothing."""
+    if name not in manifest:
+        raise CheckpointError(f"{checkpoint.name}: {name} is missing from its manifest")
+    return manifest[name]
 
 
 def _check_file(checkpoint: Path, name: str, expected: dict) -> None:
@@ -320,20 +330,6 @@ def load_full_weights(model: torch.nn.Module, weights: dict[str, torch.Tensor]) 
         parameter.copy_(full)
 
 
-def _manifest_entry(checkpoint: Path, path: Path) -> dict | None:
-    """What the checkpoint's manifest records for `path` (size and SHA-256), or None without a manifest."""
-    try:
-        manifest = json.loads((checkpoint / MANIFEST).read_text())["files"]
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError) as error:
-        raise CheckpointError(f"{checkpoint}: no readable {MANIFEST} ({error})") from error
-    name = str(path.relative_to(checkpoint))
-    if name not in manifest:
-        raise CheckpointError(f"{checkpoint}: {name} is missing from its manifest")
-    return manifest[name]
-
-
 def average_checkpoints(checkpoints: list[Path], output: Path) -> Path:
     """Averages the weights of `checkpoints` (checkpoint folders or HF model folders) into a loadable model folder at
     `output`, with the newest checkpoint's config, generation config and tokenizer (the paper averages the last 5
@@ -342,14 +338,15 @@ def average_checkpoints(checkpoints: list[Path], output: Path) -> Path:
         raise ValueError("No checkpoints to average.")
     folders = [Path(c) / MODEL_DIR if (Path(c) / MODEL_DIR).is_dir() else Path(c) for c in checkpoints]
     total: dict[str, torch.Tensor] = {}
-    for checkpoint, folder in zip(checkpoints, folders):
+    for checkpoint, folder in zip(map(Path, checkpoints), folders):
         weights_file = folder / WEIGHTS
         if not weights_file.is_file():
             raise CheckpointError(f"{weights_file} not found: not a checkpoint or model folder.")
-        recorded = _manifest_entry(Path(checkpoint), weights_file)
-        if recorded is not None:  # a recipe's checkpoint: its weights' bytes are checked, not only their header
-            _check_file(Path(checkpoint), str(weights_file.relative_to(checkpoint)), recorded)
-        check_safetensors(weights_file)
+        if (checkpoint / MANIFEST).is_file():  # a recipe's checkpoint: size, SHA-256 and header of its weights
+            name = f"{MODEL_DIR}/{WEIGHTS}"
+            _check_file(checkpoint, name, _listed(checkpoint, _read_manifest(checkpoint), name))
+        else:
+            check_safetensors(weights_file)
         weights = load_file(str(weights_file))
         if total and set(weights) != set(total):
             raise CheckpointError(f"{folder} holds different parameters from {folders[0]}: cannot average them.")

@@ -158,8 +158,9 @@ def train(
     scheduler = paper_scheduler(optimizer, model.config.d_model, settings.warmup_steps, settings.lr_scale)
     model, optimizer = accelerator.prepare(model, optimizer)  # compiles the model when a dynamo backend is set
     backend = accelerator.state.dynamo_plugin.backend.value.lower()
-    pad_to_multiple_of = 1 if backend == "no" else COMPILED_LENGTH_MULTIPLE
-    graphs_before = _compiled_graphs() if backend != "no" else 0
+    compiled = backend != "no"
+    pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE if compiled else 1
+    graphs_before = _compiled_graphs() if compiled else 0
     progress = TrainingProgress()
 
     if resume:
@@ -303,7 +304,7 @@ def train(
         best_valid_loss=progress.best_valid_loss,
         stopped_by_signal=signals.received,
         dynamo_backend=backend,
-        compiled_graphs=_compiled_graphs() - graphs_before if backend != "no" else 0,
+        compiled_graphs=_compiled_graphs() - graphs_before if compiled else 0,
     )
 
 

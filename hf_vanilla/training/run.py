@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import platform
-import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from ..tokenization import (
     check_provenance,
     prepare_shared_tokenizer,
     text_fingerprint,
+    write_tokenizer_folder,
 )
 from .accelerator import create_accelerator
 from .arguments import RecipeArguments, RunSettings, resolve
@@ -111,9 +111,9 @@ def check_before_training(
     source: str,
     flag: str,
     output_dir: Path,
-) -> bool:
+) -> None:
     """What can fail after hours, checked in seconds on every process: the splits the run reads (from `source`,
-    given by `flag`), the output folder, the Hub repo. Returns whether the run validates during training."""
+    given by `flag`), the output folder, the Hub repo."""
     validate = settings.eval_every > 0 and not args.eval_only
     needed = {"train": flag, args.eval_split: "--eval-split", **({"validation": "--eval-every 0"} if validate else {})}
     run_checks(
@@ -124,7 +124,6 @@ def check_before_training(
             *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
         ],
     )
-    return validate
 
 
 def run_tokenizer(
@@ -152,12 +151,8 @@ def run_tokenizer(
         try:
             if (folder / "tokenizer.json").exists():
                 check_provenance(folder, expected)
-            else:  # written whole or not at all, as the trained tokenizers are: a run killed here copies it again
-                temporary = folder.with_name(f".tmp-{folder.name}")
-                shutil.rmtree(temporary, ignore_errors=True)
-                AutoTokenizer.from_pretrained(args.init_from).save_pretrained(temporary)
-                (temporary / PROVENANCE_FILE).write_text(json.dumps(expected, indent=2))
-                os.replace(temporary, folder)
+            else:
+                write_tokenizer_folder(folder, AutoTokenizer.from_pretrained(args.init_from), expected)
         except TokenizerMismatch as error:
             problem = str(error)
         except OSError as error:
@@ -269,17 +264,17 @@ def train_and_average(
     settings: RunSettings,
     tokens_per_step: int,
     output_dir: Path,
-    validate: bool,
     metric: Callable[[torch.nn.Module, object], dict],
 ) -> tuple[torch.nn.Module, TrainingResult, list[str]]:
-    """Training (validated when `validate`; `metric(model, pairs)` scores a few decoded validation pairs), then the
-    average of the newest checkpoints, loaded: the model to evaluate, the training figures, the averaged checkpoints.
+    """Training (validated every --eval-every updates; `metric(model, pairs)` scores a few decoded validation pairs),
+    then the average of the newest checkpoints, loaded: the model to evaluate, the training figures, the averaged
+    checkpoints.
     With --eval-only, the model as given; after a stop signal (`interrupted`), the model as trained so far."""
     if args.eval_only:
         return model, untrained_result(accelerator), []
     examples = training_examples(accelerator, corpus["train"], tokenizer, languages, settings, output_dir)
     validation = None
-    if validate:
+    if settings.eval_every > 0:
         held = first(corpus["validation"], settings.eval_metric_sentences)
         validation = validation_for(
             accelerator,
