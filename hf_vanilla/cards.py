@@ -165,6 +165,7 @@ def render_model_card(
         "train_time": _duration(results["train_seconds"]),
         "tokens_per_second": f"{results['train_tokens_per_second']:,.0f}",
         "parameters": f"{results['parameters'] / 1e6:.1f}M",
+        "reproducibility": REPRODUCIBILITY,
     }
     if task == "translation":
         context.update(
@@ -214,6 +215,14 @@ def load_results(folder: Path) -> dict:
     if not path.is_file():
         raise CardError(f"{path} not found: a card is rendered from a recipe's results")
     return json.loads(path.read_text())
+
+
+# How far a card's figures hold: the same for every task (the spread measured for the demos is in docs/experiments.md).
+REPRODUCIBILITY = (
+    "These are one run's figures. The same command and seed give them again on the same machine and software, a run "
+    "killed and resumed included; on another processor float32 sums run in another order, the small differences grow "
+    "over training, and the figures move (hf_vanilla's CPU demos: by up to about a point between two 2-core machines)."
+)
 
 
 def _translation_limits(results: dict) -> str:

@@ -43,6 +43,7 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
     assert by_metric == {"sacrebleu": results["sacrebleu"], "bleu": results["tokenized_bleu"]}
     assert results["sacrebleu_signature"] in card.text and "27.3" in card.text  # the paper's base figure beside ours
     assert f"{results['steps']} updates" in card.text and "not comparable" in card.text  # not trained on WMT14
+    assert cards.REPRODUCIBILITY in card.text  # how far the figures hold: same machine, not across machines
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     ids = tokenizer(["The house is small.", "Resumption of the session"], return_tensors="pt", padding=True)[
@@ -72,6 +73,7 @@ def test_parser_card_reports_evalb_from_results_and_its_snippet_parses(parse_run
     assert by_metric["f1"] == results["evalb_f1"] and by_metric["exact_match"] == results["evalb_exact_match"]
     assert "91.3" in card.text and "beam 21" in card.text.lower().replace("beam search with beam", "beam")
     assert results["tree_grammar"] and "Decoded under the tree" in card.text
+    assert cards.REPRODUCIBILITY in card.text
     free = render_model_card({**results, "tree_grammar": False}, *_model_parts(run_dir), "someone/parser")
     assert "Decoded freely, as in the paper" in free.text and "Decoded under" not in free.text
 

@@ -248,3 +248,13 @@ def test_a_corpus_with_ids_outside_the_vocabulary_is_refused_before_training(tmp
     tokenizer = type("Tok", (), {"pad_token_id": 0})()
     with pytest.raises(ValueError, match="token id 1000, outside the model's 1000"):
         train(Accelerator(cpu=True), tiny_model().train(), tokenizer, examples, run_settings(), tmp_path)
+
+
+def test_a_cpu_runs_hardware_names_the_processor_model(tmp_path):
+    from hf_vanilla.training.run import cpu_model
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC  7B13 64-Core Processor\n")
+    assert cpu_model(cpuinfo) == "AMD EPYC 7B13 64-Core Processor"
+    cpuinfo.write_text("processor\t: 0\nBogoMIPS\t: 50.00\n")  # e.g. some ARM kernels: no model name
+    assert cpu_model(cpuinfo) is None and cpu_model(tmp_path / "absent") is None

@@ -336,7 +336,18 @@ def hardware_description(accelerator: Accelerator) -> str:
     """What ran the model, for results.json and the card: the GPU's name, or the CPU's cores."""
     if accelerator.device.type == "cuda":
         return f"{accelerator.num_processes} x {torch.cuda.get_device_name(accelerator.device)}"
-    return f"CPU ({os.cpu_count()} cores, {platform.machine()})"
+    return f"CPU ({os.cpu_count()} cores, {cpu_model() or platform.machine()})"
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The processor's model name (Linux's /proc/cpuinfo), or None: the figures of a CPU run hold for that model."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return " ".join(line.partition(":")[2].split()) or None
+    except OSError:
+        pass
+    return None
 
 
 def untrained_result(accelerator: Accelerator) -> TrainingResult:
