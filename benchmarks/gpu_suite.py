@@ -272,11 +272,18 @@ def side_by_side(kind: str, figures: dict) -> list[str]:
         return lines + [f"  summary: {figures.get('summary')}", f"  seconds: {figures.get('seconds')}"]
     models = [name for name, value in figures.items() if isinstance(value, dict) and name != "matmul_bound"]
     keys = list(dict.fromkeys(key for name in models for key in figures[name]))
-    lines = ["  " + f"{'figure':30}" + "".join(f"{name:>20}" for name in models)]
+    peers = ("hf_vanilla", "MarianMTModel")
+    ratio = all(name in figures for name in peers)
+    heading = f"{'figure':30}" + "".join(f"{name:>20}" for name in models) + ("  vanilla/marian" if ratio else "")
+    lines = ["  " + heading]
     for key in keys:
         if key == "max_logit_difference_vs_marian":
             continue
-        lines.append("  " + f"{key:30}" + "".join(f"{figures[name].get(key, '-')!s:>20}" for name in models))
+        line = "  " + f"{key:30}" + "".join(f"{figures[name].get(key, '-')!s:>20}" for name in models)
+        ours, theirs = (figures[name].get(key) if ratio else None for name in peers)
+        if isinstance(ours, (int, float)) and isinstance(theirs, (int, float)) and theirs:
+            line += f"{ours / theirs:>16.2f}"
+        lines.append(line)
     return lines
 
 
