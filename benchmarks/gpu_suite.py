@@ -24,8 +24,9 @@ than `MIN_STEP_S` seconds are left. A step that runs past its budget is killed w
 fails or times out is recorded as such and the suite goes on. The figures a step wrote before it was killed are kept
 (compare_marian.py rewrites its JSON after each model).
 
-Results, in `--out` (default benchmarks/results/): `<date>-gpu-suite-<device slug>.json`, rewritten after every step
-(so a session cut off mid-suite keeps what finished), and `<same>.log`, every step's raw output. The JSON:
+Results, in `--out` (default benchmarks/results/): `<date>-gpu-suite-<device slug>.json` (`-2`, `-3`, ... when the
+name is taken), rewritten after every step (so a session cut off mid-suite keeps what finished), and `<same>.log`,
+every step's raw output. The JSON:
 
     {
       "schema": 1,
@@ -306,13 +307,13 @@ def run_step(step: Step, budget_s: float, work: Path, log, python: str = sys.exe
     entry of the record."""
     figures_path = work / f"{step.name}.{'xml' if step.kind == 'pytest' else 'json'}"
     command = command_line(step, str(figures_path), python)
-    environment = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     output_path = work / f"{step.name}.log"
     start = time.monotonic()
     with output_path.open("wb") as output:
         process = subprocess.Popen(
-            command, cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
         )
         try:
             returncode = process.wait(timeout=budget_s)
@@ -345,14 +346,19 @@ def write_record(record: dict, path: Path) -> None:
 
 def run_suite(steps: list[Step], out: Path, budget_s: float, header: dict, python: str = sys.executable) -> dict:
     """Runs `steps` in order within `budget_s` seconds, writing the record (`header` + steps) to
-    OUT/<date>-gpu-suite-<device slug>.json after every step and their output to the .log beside it."""
+    OUT/<date>-gpu-suite-<device slug>.json (-2, -3, ... when taken) after every step and their output to the .log
+    beside it."""
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{header['date'][:10]}-gpu-suite-{slug(header['device'])}"
+    taken = 1
+    while (out / f"{stem}.json").exists() or (out / f"{stem}.log").exists():
+        taken += 1
+        stem = f"{header['date'][:10]}-gpu-suite-{slug(header['device'])}-{taken}"
     path, log_path = out / f"{stem}.json", out / f"{stem}.log"
     record = {**header, "budget_s": round(budget_s), "finished": False, "steps": {}}
     write_record(record, path)
     deadline = time.monotonic() + budget_s
-    with tempfile.TemporaryDirectory(prefix="gpu-suite-") as work, log_path.open("a") as log:
+    with tempfile.TemporaryDirectory(prefix="gpu-suite-") as work, log_path.open("w") as log:
         for step in steps:
             left = deadline - time.monotonic()
             print(f"== {step.name} ({step.what}; budget {min(step.budget_s, max(left, 0)):.0f} s)", flush=True)

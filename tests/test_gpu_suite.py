@@ -135,6 +135,11 @@ def test_steps_past_the_suites_budget_are_skipped_not_run(tmp_path):
     record = gpu_suite.run_suite([step], tmp_path / "out", gpu_suite.MIN_STEP_S - 1, HEADER)
     assert record["steps"]["would-run"]["status"] == "skipped"
     assert not marker.exists()
+    again = gpu_suite.run_suite([step], tmp_path / "out", gpu_suite.MIN_STEP_S - 1, HEADER)
+    names = sorted(path.name for path in (tmp_path / "out").iterdir())
+    stem = "2026-11-25-gpu-suite-fake-gpu-80gb"
+    assert names == [f"{stem}-2.json", f"{stem}-2.log", f"{stem}.json", f"{stem}.log"]  # a second run keeps the first
+    assert json.loads((tmp_path / "out" / f"{stem}-2.json").read_text()) == again
 
 
 def test_pytest_counts_come_from_its_junit_report(tmp_path):
