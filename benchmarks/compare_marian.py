@@ -2,18 +2,27 @@
 
     python benchmarks/compare_marian.py --record             # CPU, fp32, the README's settings; the run recorded
     python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --batch-size 64
+    python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --preset big --compile \
+        --loss-chunk-tokens 4096 --parts train --skip-fsmt   # big, compiled, with and without the chunked loss
+    python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --parts decode --cache static
 
 Builds hf_vanilla, `MarianMTModel` and `FSMTForConditionalGeneration` at Transformer-base size (6+6 layers, 512, 2048,
-8 heads, one shared 32k vocabulary). MarianMTModel gets hf_vanilla's very weights (`to_marian`: the fused projections
-split, the d_model axis permuted to Marian's sinusoid layout), so both compute the same function: the script checks
-that their logits agree before timing anything.
+8 heads, one shared 32k vocabulary; `--preset big`: 1024, 4096, 16 heads; any size of `hf_vanilla.PRESETS`).
+MarianMTModel gets hf_vanilla's very weights (`to_marian`: the fused projections split, the d_model axis permuted
+to Marian's sinusoid layout), so both compute the same function: the script checks that their logits agree before
+timing anything.
 FSMT gets the same shapes and seed. Prints a table and writes JSON (--json): training tokens/s (forward, backward,
 Adam step, label smoothing 0.1) and peak memory at a fixed token batch; `generate()` target tokens/s, greedy and beam
 4, at batch 1 and 16 on real English sentences with a fixed number of new tokens; the token-budget sampler's
-padding against random batches; on CUDA, model FLOP utilisation. --record writes the run to
-benchmarks/results/<date>-<device>.json: `device`, `torch`, `transformers`, `date`, `train` -> `base` (target-side
-MFU: 6 x parameters x target tokens/s over the GPU's dense peak), `decode` (hf_vanilla's and Marian's tokens/s per
-setting), and every figure under `results`.
+padding against random batches; on CUDA, model FLOP utilisation. `--parts` picks which of these run.
+`--compile` times training under `torch.compile` (every model; the warm-up steps, compilation included, are
+`warmup_s`, and the graphs and graph breaks dynamo made are counted). `--loss-chunk-tokens N` adds a column:
+hf_vanilla computing the output projection and loss N target positions at a time (`loss_chunk_tokens`), trained
+only. `--cache static` decodes with `generate(cache_implementation="static")`, which on CUDA makes transformers
+compile the decoding step (`--decode-compile-backend` forces that compilation with a backend, on any device).
+--record writes the run to benchmarks/results/<date>-<device>.json: `device`, `torch`, `transformers`, `date`,
+`train` -> the preset's name, e.g. `base` (target-side MFU: 6 x parameters x target tokens/s over the GPU's dense
+peak), `decode` (hf_vanilla's and Marian's tokens/s per setting), and every figure under `results`.
 """
 
 import argparse
@@ -29,7 +38,7 @@ import torch.nn.functional as F
 import transformers
 from transformers import FSMTConfig, FSMTForConditionalGeneration
 
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla import PRESETS, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.convert import to_marian
 from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
 
@@ -37,36 +46,42 @@ SHARED_DATA = (
     Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
     / "wmt14-ende-sample"
 )
-BASE = dict(d_model=512, layers=6, heads=8, d_ff=2048, vocab=32000)
+VOCAB = 32000
 PAD, BOS, EOS = 0, 1, 2
+PARTS = ("train", "memory", "decode", "bounds", "sampler")
+CHUNKED = "hf_vanilla chunked"  # the column of --loss-chunk-tokens
 
 
-def vanilla_model() -> VanillaTransformerForConditionalGeneration:
+def vanilla_model(
+    preset: str = "base", vocab: int = VOCAB, loss_chunk_tokens: int = 0
+) -> VanillaTransformerForConditionalGeneration:
     config = VanillaTransformerConfig.from_preset(
-        "base",
-        vocab_size=BASE["vocab"],
+        preset,
+        vocab_size=vocab,
         pad_token_id=PAD,
         bos_token_id=BOS,
         eos_token_id=EOS,
         decoder_start_token_id=BOS,
+        loss_chunk_tokens=loss_chunk_tokens,
     )
     torch.manual_seed(0)
     return VanillaTransformerForConditionalGeneration(config)
 
 
-def fsmt_model() -> FSMTForConditionalGeneration:
+def fsmt_model(preset: str = "base", vocab: int = VOCAB) -> FSMTForConditionalGeneration:
     """FSMT (fairseq's WMT19 port) at the same size: its own layout, same seed, shared embeddings and output."""
+    size = VanillaTransformerConfig.from_preset(preset)
     config = FSMTConfig(
         langs=["en", "de"],
-        src_vocab_size=BASE["vocab"],
-        tgt_vocab_size=BASE["vocab"],
-        d_model=BASE["d_model"],
-        encoder_layers=BASE["layers"],
-        decoder_layers=BASE["layers"],
-        encoder_attention_heads=BASE["heads"],
-        decoder_attention_heads=BASE["heads"],
-        encoder_ffn_dim=BASE["d_ff"],
-        decoder_ffn_dim=BASE["d_ff"],
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=size.d_model,
+        encoder_layers=size.encoder_layers,
+        decoder_layers=size.decoder_layers,
+        encoder_attention_heads=size.num_attention_heads,
+        decoder_attention_heads=size.num_attention_heads,
+        encoder_ffn_dim=size.d_ff,
+        decoder_ffn_dim=size.d_ff,
         activation_function="relu",
         dropout=0.1,
         attention_dropout=0.0,
@@ -84,7 +99,7 @@ def fsmt_model() -> FSMTForConditionalGeneration:
     return FSMTForConditionalGeneration(config)
 
 
-def english_batches(tokens_per_sentence: int, count: int) -> torch.Tensor:
+def english_batches(tokens_per_sentence: int, count: int, vocab: int = VOCAB) -> torch.Tensor:
     """`count` real English sentences (newstest2014) as ids of exactly `tokens_per_sentence` tokens: their bytes
     folded into the vocabulary (the models are untrained, so only shapes and real-text variety matter), ending in
     </s>. Falls back to a fixed random stream when the shared data is absent."""
@@ -93,12 +108,12 @@ def english_batches(tokens_per_sentence: int, count: int) -> torch.Tensor:
     if source.exists():
         for line in source.read_text(encoding="utf-8").splitlines()[:count]:
             folded = enumerate(line.encode()[: tokens_per_sentence - 1])
-            ids = [3 + (b * 131 + i * 17) % (BASE["vocab"] - 3) for i, b in folded]
-            ids += [3 + (len(ids) * 7919) % (BASE["vocab"] - 3)] * (tokens_per_sentence - 1 - len(ids))
+            ids = [3 + (b * 131 + i * 17) % (vocab - 3) for i, b in folded]
+            ids += [3 + (len(ids) * 7919) % (vocab - 3)] * (tokens_per_sentence - 1 - len(ids))
             rows.append(ids + [EOS])
     while len(rows) < count:
         generator = torch.Generator().manual_seed(len(rows))
-        rows.append(torch.randint(3, BASE["vocab"], (tokens_per_sentence - 1,), generator=generator).tolist() + [EOS])
+        rows.append(torch.randint(3, vocab, (tokens_per_sentence - 1,), generator=generator).tolist() + [EOS])
     return torch.tensor(rows)
 
 
@@ -117,28 +132,47 @@ def train_step(model, source: torch.Tensor, target: torch.Tensor, optimizer, own
     optimizer.zero_grad(set_to_none=True)
 
 
-def training_speed(model, source, target, device, dtype, steps: int, own_loss: bool) -> dict:
+def dynamo_counts() -> tuple[int, int]:
+    """Graphs torch.compile has built in this process so far, and the graph breaks it met."""
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
+
+
+def training_speed(
+    model, source, target, device, dtype, steps: int, own_loss: bool, compile_backend: str | None = None
+) -> dict:
+    """Tokens/s of `steps` training steps after 2 warm-up steps (`torch.compile`d with `compile_backend` when
+    given: the warm-up then includes the compilation); on CUDA also peak memory and MFU."""
     model.to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     source, target = source.to(device), target.to(device)
     autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
+    stepped = torch.compile(model, backend=compile_backend) if compile_backend else model
+    graphs_before, breaks_before = dynamo_counts() if compile_backend else (0, 0)
+    start = time.perf_counter()
     with autocast:
         for _ in range(2):
-            train_step(model, source, target, optimizer, own_loss)
+            train_step(stepped, source, target, optimizer, own_loss)
     if device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
+    warmup = time.perf_counter() - start
     start = time.perf_counter()
     with autocast:
         for _ in range(steps):
-            train_step(model, source, target, optimizer, own_loss)
+            train_step(stepped, source, target, optimizer, own_loss)
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = (time.perf_counter() - start) / steps
     figures = {
         "train_tokens_per_s": round((source.numel() + target.numel()) / seconds, 1),
         "train_step_s": round(seconds, 4),
+        "warmup_s": round(warmup, 2),
     }
+    if compile_backend:
+        graphs, breaks = dynamo_counts()
+        figures["compiled_graphs"], figures["graph_breaks"] = graphs - graphs_before, breaks - breaks_before
     if device.type == "cuda":
         figures["peak_memory_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
         parameters = sum(p.numel() for p in model.parameters())
@@ -165,46 +199,84 @@ def _resident_mib(field: str) -> float:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def _cpu_peak_memory(name: str, batch: int, length: int, queue) -> None:
+def _resident_mib(field: str) -> float:
+    """A memory figure of this process from /proc/self/status (Linux): VmRSS now, or VmHWM, its peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def build_model(name: str, preset: str, vocab: int, loss_chunk_tokens: int):
+    """One of the compared models by its column name, at size `preset`."""
+    if name == "hf_vanilla":
+        return vanilla_model(preset, vocab)
+    if name == CHUNKED:
+        return vanilla_model(preset, vocab, loss_chunk_tokens)
+    if name == "MarianMTModel":
+        return to_marian(vanilla_model(preset, vocab))
+    if name == "FSMT":
+        return fsmt_model(preset, vocab)
+    raise ValueError(f"unknown model {name!r}")
+
+
+def _cpu_peak_memory(name: str, batch: int, length: int, queue, preset: str, vocab: int, chunk: int) -> None:
     """Runs in a fresh process: the peak resident memory that 3 training steps of model `name` add to the memory
     its weights already take (gradients, Adam state, activations). The peak is reset first (/proc/self/clear_refs),
     because a spawned process inherits its parent's peak."""
-    builders = {"hf_vanilla": vanilla_model, "MarianMTModel": lambda: to_marian(vanilla_model()), "FSMT": fsmt_model}
-    model = builders[name]()
-    source, target = english_batches(length, batch), english_batches(length, batch).roll(1, 0)
+    model = build_model(name, preset, vocab, chunk)
+    source, target = english_batches(length, batch, vocab), english_batches(length, batch, vocab).roll(1, 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     Path("/proc/self/clear_refs").write_text("5")
     before = _resident_mib("VmRSS")
     for _ in range(3):
-        train_step(model.train(), source, target, optimizer, name == "hf_vanilla")
+        train_step(model.train(), source, target, optimizer, name.startswith("hf_vanilla"))
     queue.put(_resident_mib("VmHWM") - before)
 
 
-def cpu_peak_memory(name: str, batch: int, length: int) -> float:
+def cpu_peak_memory(name: str, batch: int, length: int, preset: str, vocab: int, chunk: int) -> float:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=_cpu_peak_memory, args=(name, batch, length, queue))
+    process = context.Process(target=_cpu_peak_memory, args=(name, batch, length, queue, preset, vocab, chunk))
     process.start()
     value = queue.get()
     process.join()
     return round(value, 1)
 
 
-def _seconds_per_call(call, device: torch.device, repeats: int):
-    """Mean wall time of `call()` over `repeats` calls after one warm-up call (synchronising CUDA around the timed
-    calls), and the last call's result."""
-    call()
+def _seconds_per_call(call, device: torch.device, repeats: int, warmups: int = 1):
+    """Mean wall time of `call()` over `repeats` calls after `warmups` warm-up calls (synchronising CUDA around the
+    timed calls), the last call's result, and the warm-up calls' wall time."""
+    start = time.perf_counter()
+    for _ in range(warmups):
+        call()
     if device.type == "cuda":
         torch.cuda.synchronize()
+    warmup = time.perf_counter() - start
     start = time.perf_counter()
     for _ in range(repeats):
         result = call()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return (time.perf_counter() - start) / repeats, result
+    return (time.perf_counter() - start) / repeats, result, warmup
 
 
-def generation_speed(model, source, device, dtype, num_beams: int, new_tokens: int, repeats: int) -> float:
+def generation_speed(
+    model,
+    source,
+    device,
+    dtype,
+    num_beams: int,
+    new_tokens: int,
+    repeats: int,
+    cache: str = "dynamic",
+    compile_backend: str | None = None,
+) -> tuple[float, float]:
+    """Target tokens/s of `generate()` writing exactly `new_tokens` tokens per sentence, and the wall seconds of the
+    warm-up calls. `cache="static"` decodes with a static cache (2 warm-up calls: on CUDA transformers compiles the
+    step, with CUDA graphs); `compile_backend` forces that compilation with this backend on any device."""
+    from transformers import CompileConfig
+
     model.to(device).eval()
     source = source.to(device)
     kwargs = dict(
@@ -216,13 +288,22 @@ def generation_speed(model, source, device, dtype, num_beams: int, new_tokens: i
         length_penalty=0.6 if num_beams > 1 else 1.0,
         num_return_sequences=1,
     )
+    if cache == "static":
+        kwargs["cache_implementation"] = "static"
+        if compile_backend:
+            config = CompileConfig(backend=compile_backend)
+            config._compile_all_devices = True  # transformers compiles on CUDA only unless told otherwise
+            kwargs["compile_config"] = config
     autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
     with torch.no_grad(), autocast:
-        seconds, out = _seconds_per_call(
-            lambda: model.generate(input_ids=source, attention_mask=torch.ones_like(source), **kwargs), device, repeats
+        seconds, out, warmup = _seconds_per_call(
+            lambda: model.generate(input_ids=source, attention_mask=torch.ones_like(source), **kwargs),
+            device,
+            repeats,
+            warmups=2 if cache == "static" else 1,
         )
     model.cpu()
-    return round(source.shape[0] * (out.shape[1] - 1) / seconds, 1)
+    return round(source.shape[0] * (out.shape[1] - 1) / seconds, 1), round(warmup, 2)
 
 
 def decoding_matmul_bound(
@@ -254,7 +335,7 @@ def decoding_matmul_bound(
                 linear(inputs[linear.in_features])
 
     with torch.no_grad(), autocast:
-        seconds, _ = _seconds_per_call(step, device, repeats)
+        seconds, _, _ = _seconds_per_call(step, device, repeats)
     model.cpu()
     return round(sentences / seconds, 1)
 
@@ -302,8 +383,8 @@ def run_record(results: dict, setting: dict, device: torch.device, target_tokens
         "date": datetime.date.today().isoformat(),
         "setting": setting,
         "train": {
-            "base": {
-                "tokens_per_second": ours["train_tokens_per_s"],
+            setting["preset"]: {
+                "tokens_per_second": ours.get("train_tokens_per_s"),
                 "mfu": ours.get("mfu"),
                 "peak_memory_mib": ours.get("peak_memory_mib"),
                 "batch_tokens": 2 * target_tokens,
@@ -319,78 +400,165 @@ def run_record(results: dict, setting: dict, device: torch.device, target_tokens
     }
 
 
-def main() -> None:
+def parse_parts(text: str) -> list[str]:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown or not parts:
+        raise argparse.ArgumentTypeError(f"unknown part(s) {unknown or text!r}; choose from {','.join(PARTS)}")
+    return parts
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--preset", default="base", choices=sorted(PRESETS), help="Model size (hf_vanilla.PRESETS).")
+    parser.add_argument("--vocab-size", type=int, default=VOCAB, help="One shared vocabulary (default 32,000).")
     parser.add_argument("--batch-size", type=int, default=16, help="Training batch (sentences).")
     parser.add_argument("--length", type=int, default=32, help="Source and target tokens per training sentence.")
     parser.add_argument("--train-steps", type=int, default=5)
     parser.add_argument("--new-tokens", type=int, default=32, help="Tokens generated per sentence.")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--parts",
+        type=parse_parts,
+        default=list(PARTS),
+        help=f"What to measure, comma-separated (default all: {','.join(PARTS)}); `memory` is the CPU's peak "
+        "(on CUDA, `train` gives it).",
+    )
+    parser.add_argument("--compile", action="store_true", help="Train under torch.compile (every model).")
+    parser.add_argument("--compile-backend", default="inductor", help="torch.compile's backend for --compile.")
+    parser.add_argument(
+        "--loss-chunk-tokens",
+        type=int,
+        default=0,
+        help="Also train hf_vanilla with its loss computed this many target positions at a time (0: not).",
+    )
+    parser.add_argument("--cache", default="dynamic", choices=["dynamic", "static"], help="generate()'s KV cache.")
+    parser.add_argument(
+        "--decode-compile-backend",
+        help="With --cache static: compile the decoding step with this backend on any device (default: "
+        "transformers' own choice, inductor on CUDA only).",
+    )
     parser.add_argument("--skip-fsmt", action="store_true")
-    parser.add_argument("--json", help="Also write the figures here.")
+    parser.add_argument("--json", help="Also write the figures here (rewritten after each model).")
     parser.add_argument("--record", action="store_true", help="Also write benchmarks/results/<date>-<device>.json.")
-    args = parser.parse_args()
-    device, dtype = torch.device(args.device), getattr(torch, args.dtype)
+    args = parser.parse_args(argv)
+    for name in ("vocab_size", "batch_size", "length", "train_steps", "new_tokens", "repeats"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.vocab_size < 4:
+        parser.error(f"--vocab-size must be at least 4 (3 special tokens), got {args.vocab_size}")
+    if args.loss_chunk_tokens < 0:
+        parser.error(f"--loss-chunk-tokens must not be negative, got {args.loss_chunk_tokens}")
+    if args.decode_compile_backend and args.cache != "static":
+        parser.error("--decode-compile-backend needs --cache static (a dynamic cache is not compiled)")
+    return args
 
-    vanilla = vanilla_model()
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    device, dtype = torch.device(args.device), getattr(torch, args.dtype)
+    parts = set(args.parts)
+
+    vanilla = vanilla_model(args.preset, args.vocab_size)
     models = {"hf_vanilla": vanilla, "MarianMTModel": to_marian(vanilla)}
+    if args.loss_chunk_tokens and parts & {"train", "memory"}:
+        models[CHUNKED] = vanilla_model(args.preset, args.vocab_size, args.loss_chunk_tokens)
     if not args.skip_fsmt:
-        models["FSMT"] = fsmt_model()
-    source = english_batches(args.length, args.batch_size)
+        models["FSMT"] = fsmt_model(args.preset, args.vocab_size)
+    source = english_batches(args.length, args.batch_size, args.vocab_size)
     target = source.roll(1, 0)
     results = {name: {} for name in models}
     results["hf_vanilla"]["max_logit_difference_vs_marian"] = check_same_function(
-        vanilla, models["MarianMTModel"], source, target
+        vanilla, models["MarianMTModel"], source[:16], target[:16]
     )
-    for name, model in models.items():
-        results[name].update(
-            training_speed(model, source, target, device, dtype, args.train_steps, name == "hf_vanilla")
-        )
-        if device.type == "cpu":
-            results[name]["peak_memory_mib"] = cpu_peak_memory(name, args.batch_size, args.length)
-        for batch in (1, 16):
-            prompts = english_batches(args.length, batch)
-            for beams, label in ((1, "greedy"), (4, "beam4")):
-                results[name][f"generate_{label}_b{batch}_tok_s"] = generation_speed(
-                    model, prompts, device, dtype, beams, args.new_tokens, args.repeats
-                )
-    results["matmul_bound"] = {
-        kind: {
-            f"generate_{label}_b{batch}_tok_s": decoding_matmul_bound(
-                vanilla, batch, beams, device, dtype, kind == "nn.Linear"
-            )
-            for batch in (1, 16)
-            for beams, label in ((1, "greedy"), (4, "beam4"))
-        }
-        for kind in ("nn.Linear", "hf_vanilla")
-    }
-    results["sampler"] = sampler_padding(4096)
     setting = dict(vars(args), threads=torch.get_num_threads(), torch=torch.__version__)
 
-    columns = [key for key in results["hf_vanilla"] if key != "max_logit_difference_vs_marian"]
+    def write_json() -> None:
+        if args.json:
+            Path(args.json).write_text(json.dumps({"setting": setting, "results": results}, indent=2))
+
+    compile_backend = args.compile_backend if args.compile else None
+    for name, model in models.items():
+        if "train" in parts:
+            results[name].update(
+                training_speed(
+                    model,
+                    source,
+                    target,
+                    device,
+                    dtype,
+                    args.train_steps,
+                    name.startswith("hf_vanilla"),
+                    compile_backend,
+                )
+            )
+        if "memory" in parts and device.type == "cpu":
+            results[name]["peak_memory_mib"] = cpu_peak_memory(
+                name, args.batch_size, args.length, args.preset, args.vocab_size, args.loss_chunk_tokens
+            )
+        if "decode" in parts and name != CHUNKED:  # in eval, the chunked model is hf_vanilla itself
+            graphs_before, breaks_before = dynamo_counts()
+            for batch in (1, 16):
+                prompts = english_batches(args.length, batch, args.vocab_size)
+                for beams, label in ((1, "greedy"), (4, "beam4")):
+                    speed, warmup = generation_speed(
+                        model,
+                        prompts,
+                        device,
+                        dtype,
+                        beams,
+                        args.new_tokens,
+                        args.repeats,
+                        args.cache,
+                        args.decode_compile_backend,
+                    )
+                    results[name][f"generate_{label}_b{batch}_tok_s"] = speed
+                    results[name][f"generate_{label}_b{batch}_warmup_s"] = warmup
+            if args.cache == "static":
+                graphs, breaks = dynamo_counts()
+                results[name]["decode_compiled_graphs"] = graphs - graphs_before
+                results[name]["decode_graph_breaks"] = breaks - breaks_before
+        write_json()
+    if "bounds" in parts:
+        results["matmul_bound"] = {
+            kind: {
+                f"generate_{label}_b{batch}_tok_s": decoding_matmul_bound(
+                    vanilla, batch, beams, device, dtype, kind == "nn.Linear"
+                )
+                for batch in (1, 16)
+                for beams, label in ((1, "greedy"), (4, "beam4"))
+            }
+            for kind in ("nn.Linear", "hf_vanilla")
+        }
+    if "sampler" in parts:
+        results["sampler"] = sampler_padding(4096)
+    write_json()
+
     names = list(models)
+    columns = list(dict.fromkeys(key for name in names for key in results[name]))
+    columns.remove("max_logit_difference_vs_marian")
     print(f"\nsetting: {setting}")
-    print(f"{'figure':32}" + "".join(f"{n:>16}" for n in names) + f"{'vanilla/marian':>16}")
+    print(f"{'figure':32}" + "".join(f"{n:>20}" for n in names) + f"{'vanilla/marian':>16}")
     for key in columns:
         row = [results[n].get(key, float("nan")) for n in names]
         ratio = row[0] / row[1] if row[1] else float("nan")
-        print(f"{key:32}" + "".join(f"{v:>16}" for v in row) + f"{ratio:>16.2f}")
-    print(
-        "a decoding step that did nothing but its weight matmuls (tokens/s), with nn.Linear's GEMM and as "
-        "hf_vanilla computes them, each over MarianMTModel's measured speed:"
-    )
-    bounds = results["matmul_bound"]
-    for key in bounds["nn.Linear"]:
-        plain, ours = bounds["nn.Linear"][key], bounds["hf_vanilla"][key]
-        marian = results["MarianMTModel"][key]
-        print(f"{key:32}{plain:>16}{plain / marian:>8.2f}{ours:>16}{ours / marian:>8.2f}")
+        print(f"{key:32}" + "".join(f"{v:>20}" for v in row) + f"{ratio:>16.2f}")
+    if "matmul_bound" in results:
+        print(
+            "a decoding step that did nothing but its weight matmuls (tokens/s), with nn.Linear's GEMM and as "
+            "hf_vanilla computes them, each over MarianMTModel's measured speed:"
+        )
+        bounds = results["matmul_bound"]
+        for key in bounds["nn.Linear"]:
+            plain, ours = bounds["nn.Linear"][key], bounds["hf_vanilla"][key]
+            marian = results["MarianMTModel"].get(key, float("nan"))
+            print(f"{key:32}{plain:>16}{plain / marian:>8.2f}{ours:>16}{ours / marian:>8.2f}")
     difference = results["hf_vanilla"]["max_logit_difference_vs_marian"]
     print(f"max |logit difference| hf_vanilla vs MarianMTModel with the same weights: {difference:.2e}")
-    print(f"padding: {results['sampler']}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"setting": setting, "results": results}, indent=2))
+    if "sampler" in results:
+        print(f"padding: {results['sampler']}")
     if args.record:
         record = run_record(results, setting, device, args.batch_size * args.length)
         name = "cpu" if device.type == "cpu" else record["device"].replace(" ", "-")
