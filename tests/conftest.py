@@ -26,6 +26,15 @@ settings.register_profile("default", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+def pytest_configure(config):
+    """HF_VANILLA_TEST_NO_MKLDNN=1 turns oneDNN off in the test process (not in the processes tests start): with
+    OMP_NUM_THREADS and ATEN_CPU_CAPABILITY, another kernel path, as on another CPU, for the float tolerances."""
+    if os.environ.get("HF_VANILLA_TEST_NO_MKLDNN") == "1":
+        import torch
+
+        torch.backends.mkldnn.enabled = False
+
+
 @pytest.fixture
 def wmt_sample() -> Path:
     return require(WMT_SAMPLE)

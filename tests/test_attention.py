@@ -11,7 +11,7 @@ import torch
 from hf_vanilla.attention_plots import KINDS, attention_maps
 from hf_vanilla.cli import main as cli_main
 
-from helpers import batch, reversal_tokenizer, tiny_model
+from helpers import assert_close_up_to_rounding, batch, reversal_tokenizer, tiny_model, transformer_sums
 
 pytest.importorskip("matplotlib", reason="attention plots need matplotlib (pip install 'hf-vanilla[plots]')")
 
@@ -30,13 +30,14 @@ def test_output_attentions_under_sdpa_are_the_eager_weights():
         ours = model(**inputs, output_attentions=True)
         theirs = eager(**inputs, output_attentions=True)
     assert model.config._attn_implementation == "sdpa"  # only that call ran eager
-    torch.testing.assert_close(ours.logits, plain.logits, atol=1e-5, rtol=1e-5)
+    assert_close_up_to_rounding(ours.logits, plain.logits, **transformer_sums(model.config))  # eager against SDPA
     for kind in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
         weights = getattr(ours, kind)
         assert len(weights) == 2 and weights[0].shape[:2] == (3, 4), kind
         for a, b in zip(weights, getattr(theirs, kind), strict=True):
-            torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
-            torch.testing.assert_close(a.sum(-1), torch.ones(a.shape[:-1]), atol=1e-5, rtol=0)
+            assert torch.equal(a, b), kind  # the same eager code on the same inputs in one process: bit for bit
+            # Each row is divided by its sum (one sum of at most 7 terms) and summed again: 1 up to rounding.
+            assert_close_up_to_rounding(a.sum(-1), torch.ones(a.shape[:-1]), depth=2, width=a.shape[-1])
     padded = (mask == 0)[:, None, None, :]
     assert all((w.masked_select(padded) == 0).all() for w in ours.encoder_attentions + ours.cross_attentions)
     future = torch.ones(5, 5, dtype=torch.bool).triu(1)
@@ -79,7 +80,7 @@ def test_attention_command_plots_the_models_weights(reversal_folder, reversal_mo
         for kind, weights in zip(KINDS, (out.encoder_attentions, out.decoder_attentions, out.cross_attentions)):
             expected = torch.cat(weights).numpy()  # (layers, heads, rows, columns)
             assert saved[kind].shape == expected.shape == (2, 4, *saved[kind].shape[2:])
-            np.testing.assert_allclose(saved[kind], expected, atol=1e-6, rtol=0)
+            np.testing.assert_array_equal(saved[kind], expected)  # the same eager code on the same inputs: bit for bit
     # Reversal: in the last layer, some cross-attention head puts its weight on the source token being copied.
     cross = saved["cross_attention"][-1, :, :8]  # (heads, decoder positions 0-7, 9 source tokens)
     copied = np.arange(7, -1, -1)  # decoder position i writes source token 7 - i

@@ -7,7 +7,7 @@ import torch
 
 from hf_vanilla.convert import to_marian
 
-from helpers import assert_varied, decoded, reversal_batch, tiny_model
+from helpers import assert_close_up_to_rounding, assert_varied, decoded, reversal_batch, tiny_model, transformer_sums
 
 
 def test_same_logits_as_marian_on_a_padded_batch(reversal_model):
@@ -19,7 +19,7 @@ def test_same_logits_as_marian_on_a_padded_batch(reversal_model):
         with torch.no_grad():
             a = ours(input_ids=ids, attention_mask=mask, decoder_input_ids=target).logits
             b = theirs(input_ids=ids, attention_mask=mask, decoder_input_ids=target).logits
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        assert_close_up_to_rounding(a, b, **transformer_sums(ours.config))
 
 
 def test_same_greedy_and_beam_tokens_and_scores_as_marian(reversal_model):
@@ -42,4 +42,4 @@ def test_same_greedy_and_beam_tokens_and_scores_as_marian(reversal_model):
         assert [decoded(row) for row in a.sequences[::beams].tolist()] == answers
         assert a.sequences.tolist() == b.sequences.tolist(), beams
         for ours_scores, theirs_scores in zip(a.scores, b.scores, strict=True):
-            torch.testing.assert_close(ours_scores, theirs_scores, rtol=1e-5, atol=1e-4)
+            assert_close_up_to_rounding(ours_scores, theirs_scores, **transformer_sums(reversal_model.config))
