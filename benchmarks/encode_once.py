@@ -21,8 +21,7 @@ from accelerate.utils import gather_object
 
 from hf_vanilla.data.corpora import load_translation_corpus
 from hf_vanilla.data.encoding import encode_pairs
-from hf_vanilla.tokenization import prepare_shared_tokenizer
-from hf_vanilla.training.run import encoded_split
+from hf_vanilla.training.run import encoded_split, prepare_shared_tokenizer
 
 SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 LANGUAGES = ("en", "de")

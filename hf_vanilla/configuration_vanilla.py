@@ -2,6 +2,7 @@
 
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, PreTrainedConfig
+from transformers.activations import ACT2CLS, ACT2FN
 
 # Model sizes. `base` and `big` are the rows of Table 3 of the paper (`big_enfr`: big for English-French);
 # `parsing` is the section 6.3 parser (4 layers, d_model 1024); `demo`/`demo_parsing` fit the 15-minute CPU demos;
@@ -45,8 +46,16 @@ DECODING: dict[str, dict] = {
 }
 
 TREE_LEAVES = ("placeholder", "pos", "words")
-# The feed-forward activation: the paper's ReLU, or swish (SiLU), which most OPUS-MT Marian models use.
-ACTIVATIONS = ("relu", "swish")
+
+
+def activation_problem(name: str) -> str | None:
+    """Why the feed-forward cannot use the activation `name` (None when it can): it must be one of transformers'
+    `ACT2FN` (as Marian's is), without learned parameters (the feed-forward's weights are fc1 and fc2 alone)."""
+    if name not in ACT2CLS:
+        return f"not one of transformers' activations ({', '.join(sorted(ACT2CLS))})"
+    if any(True for _ in ACT2FN[name].parameters()):
+        return "it has learned parameters, which hf_vanilla's feed-forward does not hold"
+    return None
 
 
 class VanillaGenerationConfig(GenerationConfig):
@@ -108,7 +117,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             projection (section 3.4). `False` gives three independent matrices.
         scale_embedding: multiply token embeddings by sqrt(d_model) (section 3.4). `False` only for converted models
             trained without it.
-        activation_function: the feed-forward activation: `"relu"` (the paper) or `"swish"` (OPUS-MT's Marian models).
+        activation_function: the feed-forward activation, a name of transformers' `ACT2FN`: `"relu"` (the paper),
+            `"swish"` (most OPUS-MT Marian models), `"gelu"` (MarianConfig's default), ...
         final_logits_bias: add a learned bias to the pre-softmax projection (Marian's `final_logits_bias`; the paper
             has none).
         loss_chunk_tokens: in training, compute the pre-softmax projection and the loss this many label positions
@@ -175,9 +185,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
             )
         if self.decoding not in DECODING:
             problems.append(f"decoding must be one of {sorted(DECODING)}, got {self.decoding!r}")
-        if self.activation_function not in ACTIVATIONS:
+        if activation_problem(self.activation_function):
             problems.append(
-                f"activation_function must be one of {list(ACTIVATIONS)}, got {self.activation_function!r}"
+                f"activation_function={self.activation_function!r}: {activation_problem(self.activation_function)}"
             )
         if self.tree_leaves not in TREE_LEAVES:
             problems.append(f"tree_leaves must be one of {list(TREE_LEAVES)}, got {self.tree_leaves!r}")

@@ -3,7 +3,8 @@
 Both are the post-norm encoder-decoder with sinusoidal positions and one shared embedding matrix. They differ in:
 
 - the sinusoid layout: the paper interleaves sin and cos over d_model (sin on even, cos on odd dimensions); Marian puts
-  all sines first, then all cosines, and recomputes that table on load (it is never saved). The conversion permutes
+  all sines first, then all cosines, and recomputes that table on load (it never saves it, but loads one that a
+  checkpoint holds: `from_marian` refuses a table that is not the sinusoids). The conversion permutes
   the d_model axis of every weight that reads or writes the residual stream (embeddings, layer norms, projection
   inputs and outputs): the permuted model adds its embeddings to Marian's table exactly where the original added them
   to the paper's, and everything in between is permutation-equivariant. A configuration option in hf_vanilla could not
@@ -20,8 +21,8 @@ import torch
 from transformers import GenerationConfig, MarianConfig, MarianMTModel
 from transformers.utils import logging
 
-from .configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
-from .modeling_vanilla import VanillaTransformerForConditionalGeneration
+from .configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig, activation_problem
+from .modeling_vanilla import VanillaTransformerForConditionalGeneration, sinusoidal_positions
 
 logger = logging.get_logger(__name__)
 
@@ -76,9 +77,9 @@ def _check_marian(config: MarianConfig) -> None:
             _refuse(field, True, "hf_vanilla is the paper's post-norm model without extra layer norms")
     if not getattr(config, "static_position_embeddings", True):
         _refuse("static_position_embeddings", False, "hf_vanilla converts sinusoidal positions only")
-    activation = {"silu": "swish"}.get(config.activation_function, config.activation_function)
-    if activation not in ("relu", "swish"):
-        _refuse("activation_function", config.activation_function, "hf_vanilla has ReLU (the paper) or swish")
+    problem = activation_problem(config.activation_function)
+    if problem:
+        _refuse("activation_function", config.activation_function, problem)
     if config.encoder_attention_heads != config.decoder_attention_heads:
         _refuse("decoder_attention_heads", config.decoder_attention_heads, "hf_vanilla has one head count")
     if config.encoder_ffn_dim != config.decoder_ffn_dim:
@@ -86,6 +87,25 @@ def _check_marian(config: MarianConfig) -> None:
     for field in ("encoder_layerdrop", "decoder_layerdrop"):
         if getattr(config, field, 0.0):
             _refuse(field, getattr(config, field), "hf_vanilla has no layer drop")
+
+
+def _check_positions(marian: MarianMTModel) -> None:
+    """Marian's position tables must hold the sinusoids hf_vanilla computes, in Marian's layout: Marian recomputes them
+    when it builds a model, but a checkpoint that holds the tables loads them, edited or not. Both are computed in
+    float64 and rounded to float32 (then to the table's dtype), so they agree to one float32 epsilon plus the
+    table's own (every value lies in [-1, 1])."""
+    state = marian.state_dict()
+    for name in ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"):
+        table = state[name].detach().cpu()
+        length, d_model = table.shape
+        expected = sinusoidal_positions(0, length, d_model, "cpu")[:, marian_order(d_model)]
+        difference = (table.double() - expected.double()).abs().max().item()
+        tolerance = torch.finfo(torch.float32).eps + torch.finfo(table.dtype).eps
+        if not difference <= tolerance:  # (a NaN is refused too)
+            raise ConversionError(
+                f"{name} is not Marian's sinusoid table (max difference {difference:.3g}, more than float rounding's "
+                f"{tolerance:.2g}): hf_vanilla computes the sinusoids and cannot carry an edited table"
+            )
 
 
 def _layer_names(side: str, index: int) -> list[tuple[str, str]]:
@@ -198,6 +218,7 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
     A Marian model hf_vanilla cannot represent exactly is a `ConversionError` naming the field."""
     c = marian.config
     _check_marian(c)
+    _check_positions(marian)
     bias = marian.final_logits_bias.detach().reshape(-1)
     config = VanillaTransformerConfig(
         vocab_size=c.vocab_size,
@@ -212,7 +233,7 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
         max_position_embeddings=c.max_position_embeddings,
         init_std=c.init_std,
         scale_embedding=c.scale_embedding,
-        activation_function={"silu": "swish"}.get(c.activation_function, c.activation_function),
+        activation_function=c.activation_function,
         final_logits_bias=bool(bias.any()),
         pad_token_id=c.pad_token_id,
         eos_token_id=c.eos_token_id,

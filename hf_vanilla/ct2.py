@@ -4,7 +4,8 @@
 The spec is filled from hf_vanilla's weights as they are (CTranslate2 fuses Q/K/V the same way), with the position
 table written out explicitly: CTranslate2's built-in sinusoids are neither the paper's interleaved layout nor Marian's.
 Every hf_vanilla variant has a CTranslate2 equivalent (post- or pre-norm, sinusoidal or learned positions, tied or
-untied embeddings, ReLU or swish, `final_logits_bias`, with or without embedding scaling).
+untied embeddings, `final_logits_bias`, with or without embedding scaling), with the activations of
+`CT2_ACTIVATIONS` (the others are refused).
 
 Decoding: CTranslate2's beam search ranks finished hypotheses by log P / |Y|^length_penalty with |Y| counting </s>
 (it strips </s> only after ranking), keeps 2 x beam candidates a step, and stops a sentence once beam_size hypotheses
@@ -22,6 +23,23 @@ from transformers import GenerationConfig
 
 from .modeling_vanilla import VanillaTransformerForConditionalGeneration, sinusoidal_positions
 
+# transformers' activations (`config.activation_function`) that CTranslate2 computes, by its name for each: the exact
+# GELU, its tanh approximation (five names for one formula), x * sigmoid(1.702 x), swish/SiLU, ReLU, tanh, sigmoid.
+CT2_ACTIVATIONS = {
+    "relu": "RELU",
+    "swish": "SWISH",
+    "silu": "SWISH",
+    "gelu": "GELU",
+    "gelu_python": "GELU",
+    "gelu_new": "GELUTanh",
+    "gelu_fast": "GELUTanh",
+    "gelu_accurate": "GELUTanh",
+    "gelu_pytorch_tanh": "GELUTanh",
+    "gelu_python_tanh": "GELUTanh",
+    "quick_gelu": "GELUSigmoid",
+    "tanh": "Tanh",
+    "sigmoid": "Sigmoid",
+}
 CT2_MISSING = "CTranslate2 is not installed: pip install 'hf-vanilla[ct2]'"
 
 
@@ -88,12 +106,16 @@ def ct2_spec(model: VanillaTransformerForConditionalGeneration, tokens: list[str
     config = model.config
     if len(tokens) != config.vocab_size:
         raise ValueError(f"{len(tokens)} tokens for a vocabulary of {config.vocab_size}")
-    activation = {"relu": common_spec.Activation.RELU, "swish": common_spec.Activation.SWISH}
+    if config.activation_function not in CT2_ACTIVATIONS:
+        raise ValueError(
+            f"activation_function={config.activation_function!r}: CTranslate2 computes only "
+            f"{', '.join(sorted(CT2_ACTIVATIONS))}"
+        )
     spec = transformer_spec.TransformerSpec.from_config(
         (config.encoder_layers, config.decoder_layers),
         config.num_attention_heads,
         pre_norm=config.norm_style == "pre",
-        activation=activation[config.activation_function],
+        activation=getattr(common_spec.Activation, CT2_ACTIVATIONS[config.activation_function]),
     )
     max_positions = max_positions or config.max_position_embeddings
     encoder, decoder = model.model.encoder, model.model.decoder

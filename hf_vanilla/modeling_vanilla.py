@@ -19,6 +19,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
+from transformers.activations import ACT2FN
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.generation import LogitsProcessor, LogitsProcessorList
 from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
@@ -183,14 +184,14 @@ class VanillaAttention(nn.Module):
 
 
 class VanillaFeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3), inner width d_ff; swish instead of max(0, .) when
-    `config.activation_function="swish"` (OPUS-MT's models)."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3), inner width d_ff; another of transformers' activations
+    instead of max(0, .) when `config.activation_function` names one (e.g. `"swish"`, OPUS-MT's models)."""
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__()
         self.fc1 = VanillaLinear(config.d_model, config.d_ff)
         self.fc2 = VanillaLinear(config.d_ff, config.d_model)
-        self.activation = nn.functional.relu if config.activation_function == "relu" else nn.functional.silu
+        self.activation = ACT2FN[config.activation_function]
         self.activation_dropout = config.activation_dropout
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:

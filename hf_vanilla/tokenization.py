@@ -10,8 +10,6 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from .training.collectives import broadcast_value
-
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 # Ids 0-3, in the order the model's config expects (pad 0, decoder start 1, end of sentence 2).
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]
@@ -84,7 +82,8 @@ PROVENANCE_FILE = "training_data.json"
 
 
 class TokenizerMismatch(ValueError):
-    """A run's tokenizer folder holds a tokenizer trained on other data or for another vocabulary size."""
+    """A run's tokenizer folder holds a tokenizer trained on other data or for another vocabulary size, or files that
+    are no tokenizer."""
 
 
 def text_fingerprint(pairs, languages: tuple[str, str]) -> str:
@@ -119,9 +118,20 @@ def check_provenance(folder: Path, expected: dict) -> None:
         )
 
 
+def _refuse_other_files(folder: Path) -> None:
+    """`TokenizerMismatch` when `folder` holds files but no tokenizer: a new tokenizer folder cannot replace it."""
+    if not (folder / "tokenizer.json").exists() and folder.is_dir() and any(folder.iterdir()):
+        raise TokenizerMismatch(
+            f"{folder} holds files but no tokenizer: use a new --output-dir, or delete that folder to train a new "
+            "tokenizer"
+        )
+
+
 def write_tokenizer_folder(folder: Path, tokenizer, record: dict) -> None:
     """`tokenizer` saved in `folder` with `record` (what it was made from) beside it, written whole or not at all: a
-    run killed while writing leaves no folder, and the next one writes it again."""
+    run killed while writing leaves no folder, and the next one writes it again. A `folder` that holds other files is
+    a `TokenizerMismatch`."""
+    _refuse_other_files(folder)
     temporary = folder.with_name(f".tmp-{folder.name}")
     shutil.rmtree(temporary, ignore_errors=True)
     tokenizer.save_pretrained(temporary)
@@ -129,40 +139,29 @@ def write_tokenizer_folder(folder: Path, tokenizer, record: dict) -> None:
     os.replace(temporary, folder)
 
 
-def prepare_shared_tokenizer(
-    accelerator,
-    output_dir: Path,
+def ensure_shared_tokenizer(
+    folder: Path,
     train_split,
     languages: tuple[str, str],
     vocab_size: int,
     dataset: str,
     whitespace_only: bool = False,
-) -> PreTrainedTokenizerFast:
-    """The run's tokenizer, in `output_dir/tokenizer`: trained once by the main process on the training split's
-    source and target text, with a record of what it was trained on (`dataset`, `languages`, `vocab_size`, a
-    fingerprint of the text); a later run (or `--resume`) reuses it only if that record matches, and otherwise stops
-    with `TokenizerMismatch` on every process."""
-    folder = Path(output_dir) / "tokenizer"
-    problem = None
-    if accelerator.is_main_process:
-        expected = {
-            "dataset": dataset,
-            "languages": list(languages),
-            "vocab_size": vocab_size,
-            "whitespace_only": whitespace_only,
-            "text_sha256": text_fingerprint(train_split, languages),
-        }
-        if (folder / "tokenizer.json").exists():
-            try:
-                check_provenance(folder, expected)
-            except TokenizerMismatch as error:
-                problem = str(error)
-        else:
-            texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
-            write_tokenizer_folder(
-                folder, train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only), expected
-            )
-    problem = broadcast_value(accelerator, problem)
-    if problem:
-        raise TokenizerMismatch(problem)
-    return load_tokenizer(folder)
+) -> None:
+    """A run's tokenizer in `folder`: trained on the training split's source and target text and written with a
+    record of what it was trained on (`dataset`, `languages`, `vocab_size`, a fingerprint of the text), or, when
+    `folder` holds one already, reused only if that record matches (`TokenizerMismatch` otherwise). The work of one
+    process: `hf_vanilla.training.run.prepare_shared_tokenizer` runs it on the main process for all of them."""
+    folder = Path(folder)
+    expected = {
+        "dataset": dataset,
+        "languages": list(languages),
+        "vocab_size": vocab_size,
+        "whitespace_only": whitespace_only,
+        "text_sha256": text_fingerprint(train_split, languages),
+    }
+    if (folder / "tokenizer.json").exists():
+        check_provenance(folder, expected)
+        return
+    _refuse_other_files(folder)  # before training
+    texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
+    write_tokenizer_folder(folder, train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only), expected)

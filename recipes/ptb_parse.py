@@ -16,8 +16,10 @@ from transformers import HfArgumentParser
 from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.treebank import treebank_path, treebank_splits
 from hf_vanilla.evaluation.parsing import parse_and_score
+from hf_vanilla.hub import PublishError
 from hf_vanilla.parsing import TreebankError, linearize_leaves, tree_words
 from hf_vanilla.training.arguments import RecipeArguments
+from hf_vanilla.training.collectives import StepError, agreed_failure
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import PARSING_PRESETS
 from hf_vanilla.training.run import (
@@ -126,26 +128,26 @@ def main(args: Arguments) -> dict:
     if training.stopped_by_signal:
         return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
 
-    # Evaluation with the paper's decoding, results, card, upload: on the main process.
+    # Evaluation with the paper's decoding, results, card, upload: on the main process (a failure stops them all).
     results = {}
-    if accelerator.is_main_process:
-        held_out = first(corpus[args.eval_split], args.eval_sentences)
-        model = model.to(accelerator.device).eval()
-        sentences = [pair["words"] for pair in held_out["translation"]]
-        evaluation, predictions, samples = parse_and_score(
-            model, tokenizer, sentences, held_out["gold"], args.tree_grammar
-        )
-        (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
-        extra = {
-            "task": "parsing",
-            "treebank": args.treebank,
-            "tree_leaves": model.config.tree_leaves,
-            "tree_grammar": args.tree_grammar,
-        }
-        results = finish(
-            accelerator, args, settings, training, model, averaged, evaluation, samples, extra, output_dir
-        )
-    accelerator.wait_for_everyone()
+    with agreed_failure(accelerator, StepError, "could not finish the run", catch=(OSError, PublishError)):
+        if accelerator.is_main_process:
+            held_out = first(corpus[args.eval_split], args.eval_sentences)
+            model = model.to(accelerator.device).eval()
+            sentences = [pair["words"] for pair in held_out["translation"]]
+            evaluation, predictions, samples = parse_and_score(
+                model, tokenizer, sentences, held_out["gold"], args.tree_grammar
+            )
+            (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
+            extra = {
+                "task": "parsing",
+                "treebank": args.treebank,
+                "tree_leaves": model.config.tree_leaves,
+                "tree_grammar": args.tree_grammar,
+            }
+            results = finish(
+                accelerator, args, settings, training, model, averaged, evaluation, samples, extra, output_dir
+            )
     accelerator.end_training()
     return results
 

@@ -16,7 +16,9 @@ from transformers import HfArgumentParser
 
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
 from hf_vanilla.evaluation.translation import translate_and_score
+from hf_vanilla.hub import PublishError
 from hf_vanilla.training.arguments import RecipeArguments
+from hf_vanilla.training.collectives import StepError, agreed_failure
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import WMT_PRESETS
 from hf_vanilla.training.run import (
@@ -58,14 +60,10 @@ def main(args: Arguments) -> dict:
     dataset = args.dataset or ("bible" if args.preset == "demo" else "wmt14")
 
     # Data, and everything that can be checked before the first update.
-    problem = None
-    with accelerator.main_process_first():  # an error must leave this block on every process, or they would hang
-        try:
-            corpus = load_translation_corpus(dataset, *languages, args.moses_detokenize)
-        except (ValueError, FileNotFoundError) as error:
-            problem = str(error)
-    if problem:
-        raise PreflightError(problem)
+    for main_turn in (True, False):  # the main process first (it prepares the datasets cache), then the others
+        with agreed_failure(accelerator, PreflightError, catch=(ValueError, FileNotFoundError), describe=str):
+            if accelerator.is_main_process == main_turn:
+                corpus = load_translation_corpus(dataset, *languages, args.moses_detokenize)
     corpus = select_pairs(corpus, *languages, {split: settings.word_limit(split) for split in corpus})
     check_before_training(accelerator, args, settings, corpus, dataset, "--dataset", output_dir)
 
@@ -95,22 +93,22 @@ def main(args: Arguments) -> dict:
     if training.stopped_by_signal:
         return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
 
-    # Evaluation with the paper's decoding, results, card, upload: on the main process.
+    # Evaluation with the paper's decoding, results, card, upload: on the main process (a failure stops them all).
     results = {}
-    if accelerator.is_main_process:
-        held_out = first(corpus[args.eval_split], args.eval_sentences)
-        model = model.to(accelerator.device).eval()
-        evaluation, samples = translate_and_score(model, tokenizer, *sides(held_out, languages), args.target_lang)
-        extra = {
-            "task": "translation",
-            "dataset": dataset,
-            "source_lang": args.source_lang,
-            "target_lang": args.target_lang,
-        }
-        results = finish(
-            accelerator, args, settings, training, model, averaged, evaluation, samples, extra, output_dir
-        )
-    accelerator.wait_for_everyone()
+    with agreed_failure(accelerator, StepError, "could not finish the run", catch=(OSError, PublishError)):
+        if accelerator.is_main_process:
+            held_out = first(corpus[args.eval_split], args.eval_sentences)
+            model = model.to(accelerator.device).eval()
+            evaluation, samples = translate_and_score(model, tokenizer, *sides(held_out, languages), args.target_lang)
+            extra = {
+                "task": "translation",
+                "dataset": dataset,
+                "source_lang": args.source_lang,
+                "target_lang": args.target_lang,
+            }
+            results = finish(
+                accelerator, args, settings, training, model, averaged, evaluation, samples, extra, output_dir
+            )
     accelerator.end_training()
     return results
 

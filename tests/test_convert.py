@@ -79,6 +79,36 @@ MARIAN_CONFIGS = {
         ),
         True,
     ),
+    "gelu-scaled-301": (  # MarianConfig's own default activation
+        dict(
+            vocab_size=301,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=1,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            activation_function="gelu",
+            scale_embedding=True,
+        ),
+        True,
+    ),
+    "silu-scaled-130": (
+        dict(
+            vocab_size=130,
+            d_model=32,
+            encoder_layers=1,
+            decoder_layers=2,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=48,
+            decoder_ffn_dim=48,
+            activation_function="silu",
+            scale_embedding=True,
+        ),
+        True,
+    ),
     "relu-scaled-1000-wide": (
         dict(
             vocab_size=1000,
@@ -294,7 +324,7 @@ MARIAN_REFUSALS = {
     "normalize_embedding": dict(normalize_embedding=True),
     "add_final_layer_norm": dict(add_final_layer_norm=True),
     "static_position_embeddings": dict(static_position_embeddings=False),
-    "activation_function": dict(activation_function="gelu"),
+    "activation_function": dict(activation_function="prelu"),
     "decoder_attention_heads": dict(decoder_attention_heads=2),
     "decoder_ffn_dim": dict(decoder_ffn_dim=64),
     "encoder_layerdrop": dict(encoder_layerdrop=0.1),
@@ -359,8 +389,8 @@ def test_command_line_refusals_are_one_line(tmp_path):
     result = hf_vanilla("import-marian", str(tmp_path / "activation_function"), str(tmp_path / "out"))
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
-        f"hf-vanilla: cannot convert {tmp_path / 'activation_function'}: activation_function='gelu': "
-        "hf_vanilla has ReLU (the paper) or swish"
+        f"hf-vanilla: cannot convert {tmp_path / 'activation_function'}: activation_function='prelu': "
+        "it has learned parameters, which hf_vanilla's feed-forward does not hold"
     ]
     for args, expected in (
         (["import-marian", str(tmp_path / "nowhere"), str(tmp_path / "out")], "cannot load Marian model"),
@@ -373,5 +403,37 @@ def test_command_line_refusals_are_one_line(tmp_path):
 
 
 def test_config_options_of_converted_models_are_validated():
-    with pytest.raises(ValueError, match="activation_function must be one of"):
-        VanillaTransformerConfig.from_preset("tiny", activation_function="gelu")
+    with pytest.raises(ValueError, match=r"activation_function='gelu2': not one of transformers' activations \(gelu,"):
+        VanillaTransformerConfig.from_preset("tiny", activation_function="gelu2")
+    with pytest.raises(ValueError, match="activation_function='xielu': it has learned parameters"):
+        VanillaTransformerConfig.from_preset("tiny", activation_function="xielu")
+
+
+def test_the_feed_forward_computes_the_configured_activation():
+    """Against torch's own functions, independently of transformers' table of names."""
+    exact_gelu = torch.nn.functional.gelu
+    for name, function in (("relu", torch.relu), ("swish", torch.nn.functional.silu), ("gelu", exact_gelu)):
+        ffn = tiny_model(activation_function=name).model.encoder.layers[0].feed_forward
+        x = torch.randn(3, 5, ffn.fc1.weight.shape[1], generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            expected = function(x @ ffn.fc1.weight.T + ffn.fc1.bias) @ ffn.fc2.weight.T + ffn.fc2.bias
+            torch.testing.assert_close(ffn(x), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_a_marian_position_table_that_is_not_the_sinusoids_is_refused():
+    """Marian recomputes its sinusoids when it builds a model but loads a table that a checkpoint holds: an untouched
+    table converts (in float32 and float16), an edited one, even by far less than the logits' tolerance, is refused
+    in one line naming it and the largest difference."""
+    from_marian(small_marian())
+    from_marian(small_marian().half())
+    for name in ("encoder", "decoder"):
+        marian = small_marian()
+        with torch.no_grad():
+            getattr(marian.model, name).embed_positions.weight[7, 3] += 1e-5
+        with pytest.raises(ConversionError) as error:
+            from_marian(marian)
+        message = str(error.value)
+        assert message.startswith(
+            f"model.{name}.embed_positions.weight is not Marian's sinusoid table (max difference 1e-05"
+        )
+        assert "\n" not in message

@@ -118,6 +118,10 @@ def test_translate_batch_starting_from_pad_never_writing_it(reversal_model, tmp_
 VARIANTS = {
     "paper": dict(),
     "swish-bias": dict(activation_function="swish", final_logits_bias=True),
+    # The other activations CTranslate2 computes: the exact GELU, its tanh approximation, x * sigmoid(1.702 x).
+    "gelu": dict(activation_function="gelu"),
+    "gelu-tanh": dict(activation_function="gelu_new"),
+    "quick-gelu": dict(activation_function="quick_gelu"),
     "pre-norm-learned-untied-unscaled": dict(
         norm_style="pre",
         position_embedding_type="learned",
@@ -227,6 +231,16 @@ def test_export_errors_are_one_line(reversal_folder, reversal_model_dir, tmp_pat
             cli_main(["export-ct2", *args])
         message = str(exit_.value.code)
         assert message.startswith("hf-vanilla: ") and expected in message and "\n" not in message, message
+
+
+def test_an_activation_ctranslate2_cannot_compute_is_refused_in_one_line(tmp_path):
+    model = VanillaTransformerForConditionalGeneration(
+        VanillaTransformerConfig.from_preset("tiny", vocab_size=REVERSAL_VOCAB, activation_function="mish")
+    )
+    with pytest.raises(ValueError) as error:
+        export_ct2(model, tmp_path / "ct2", tokenizer=reversal_tokenizer())
+    assert str(error.value).startswith("activation_function='mish': CTranslate2 computes only gelu, ")
+    assert "\n" not in str(error.value) and not (tmp_path / "ct2").exists()
 
 
 def test_vocabulary_needs_one_token_per_id():

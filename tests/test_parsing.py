@@ -4,10 +4,10 @@ from collections import Counter
 
 import pytest
 
+from hf_vanilla.evaluation.evalb import evalb
 from hf_vanilla.parsing import (
     TreebankError,
     delinearize,
-    evalb,
     linearize,
     needed_repair,
     parse_tree,

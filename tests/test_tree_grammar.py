@@ -5,8 +5,8 @@ import torch
 
 from hf_vanilla.decoding import generate_texts
 from hf_vanilla.parsing import linearize_leaves, needed_repair, parse_tree, tree_from_output, tree_words
+from hf_vanilla.parsing.grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
 from hf_vanilla.tokenization import train_shared_bpe
-from hf_vanilla.tree_grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
 
 from helpers import assert_close_up_to_rounding, tiny_model
 

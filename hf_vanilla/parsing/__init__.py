@@ -1,31 +1,11 @@
 """Constituency parsing as translation (section 6.3): Penn Treebank trees (`trees`), their clean-up (`cleanup`), their
 linearization and the repair of any model output (`linearization`), and decoding under the grammar of trees
 (`grammar`). EVALB lives beside BLEU in `hf_vanilla.evaluation.evalb`, the WSJ splits beside the other corpora in
-`hf_vanilla.data.treebank`; their names stay importable from here."""
-
-import importlib
+`hf_vanilla.data.treebank`."""
 
 from .cleanup import KEPT_HYPHEN_LABELS, preprocess, strip_label
 from .linearization import PLACEHOLDER, delinearize, linearize, linearize_leaves, needed_repair, tree_from_output
 from .trees import Tree, TreebankError, parse_tree, read_treebank, tree_tags, tree_words
-
-# Names defined outside this package, imported on first use: those modules import this package's trees themselves.
-_ELSEWHERE = {
-    "evalb": "hf_vanilla.evaluation.evalb",
-    "EVALB_DELETED_LABELS": "hf_vanilla.evaluation.evalb",
-    "EVALB_EQUAL_LABELS": "hf_vanilla.evaluation.evalb",
-    "EVALB_PUNCTUATION_TAGS": "hf_vanilla.evaluation.evalb",
-    "LDC_SPLITS": "hf_vanilla.data.treebank",
-    "NLTK_SPLITS": "hf_vanilla.data.treebank",
-    "treebank_splits": "hf_vanilla.data.treebank",
-}
-
-
-def __getattr__(name: str):
-    if name in _ELSEWHERE:
-        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     "KEPT_HYPHEN_LABELS",
@@ -43,5 +23,4 @@ __all__ = [
     "tree_from_output",
     "tree_tags",
     "tree_words",
-    *_ELSEWHERE,
 ]

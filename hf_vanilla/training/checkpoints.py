@@ -18,12 +18,10 @@ import hashlib
 import json
 import os
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import gather_object
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch.distributed.checkpoint.state_dict import (
@@ -32,6 +30,8 @@ from torch.distributed.checkpoint.state_dict import (
     get_optimizer_state_dict,
     set_optimizer_state_dict,
 )
+
+from .collectives import agreed_failure, one_line
 
 PREFIX = "checkpoint-"
 STATE_FILE = "trainer_state.json"
@@ -64,21 +64,16 @@ def save_model_folder(accelerator: Accelerator, model, folder: Path, tokenizer=N
                 tokenizer.save_pretrained(folder)
 
 
-@contextmanager
 def _agreed(accelerator: Accelerator, what: str):
-    """Runs the block's writes on each process; an OSError on any process (disk full, a file over the size limit)
-    becomes a `CheckpointError` on all of them, after they have all left the block (no process waits alone)."""
-    problem = None
-    try:
-        yield
-    except OSError as error:
-        problem = f"{what}: {error.strerror or error}"
-    except SafetensorError as error:  # safetensors' own writer reports I/O errors so
-        problem = f"{what}: {str(error).removeprefix('Error while serializing: ')}"
-    problems = [problem] if accelerator.num_processes == 1 else gather_object([problem])
-    problems = [message for message in problems if message]
-    if problems:
-        raise CheckpointError(problems[0])
+    """`agreed_failure` for checkpoint writes: an OSError or a safetensors write error on any process (disk full, a
+    file over the size limit) becomes a `CheckpointError` on all of them."""
+
+    def describe(error: BaseException) -> str:
+        if isinstance(error, SafetensorError):  # safetensors' own writer reports I/O errors so
+            return str(error).removeprefix("Error while serializing: ")
+        return error.strerror if isinstance(error, OSError) and error.strerror else one_line(error)
+
+    return agreed_failure(accelerator, CheckpointError, what, catch=(OSError, SafetensorError), describe=describe)
 
 
 def _flatten_optimizer(state: dict) -> tuple[dict[str, torch.Tensor], dict]:
@@ -162,10 +157,10 @@ def save_checkpoint(
     output_dir = Path(output_dir)
     final = output_dir / f"{PREFIX}{step:08d}"
     temporary = output_dir / f".tmp-{PREFIX}{step:08d}"
-    if accelerator.is_main_process and temporary.exists():
-        shutil.rmtree(temporary)
-    accelerator.wait_for_everyone()
     try:
+        with _agreed(accelerator, f"could not save {final.name} in {output_dir}"):
+            if accelerator.is_main_process and temporary.exists():
+                shutil.rmtree(temporary)
         save_model_folder(accelerator, model, temporary / MODEL_DIR, tokenizer)
         optimizer_state = get_optimizer_state_dict(model, _inner(optimizer), options=_full())
         with _agreed(accelerator, f"could not save {final.name} in {output_dir}"):
@@ -197,10 +192,10 @@ def save_checkpoint(
         if accelerator.is_main_process:
             shutil.rmtree(temporary, ignore_errors=True)
         raise CheckpointError(f"{error}; the checkpoints saved before are intact") from None
-    if accelerator.is_main_process:
-        for old in list_checkpoints(output_dir)[:-keep_last] if keep_last > 0 else []:
-            shutil.rmtree(old)
-    accelerator.wait_for_everyone()
+    with _agreed(accelerator, f"saved {final.name}, but could not remove the older checkpoints of {output_dir}"):
+        if accelerator.is_main_process:
+            for old in list_checkpoints(output_dir)[:-keep_last] if keep_last > 0 else []:
+                shutil.rmtree(old)
     return final
 
 

@@ -1,7 +1,16 @@
-"""The few collectives the recipes need beyond Accelerate's: agreeing on a flag, sharing a main-process value."""
+"""The few collectives the recipes need beyond Accelerate's: agreeing on a flag, sharing a main-process value, and
+agreeing on a failure, so that an error on one process stops every process instead of leaving the others waiting."""
+
+from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
 from accelerate import Accelerator
+
+
+class StepError(RuntimeError):
+    """A step of a run that failed on one process (writing its log or results, the upload, the validation metric),
+    raised on every process by `agreed_failure`; the message says what failed."""
 
 
 def any_process(accelerator: Accelerator, flag: bool) -> bool:
@@ -20,3 +29,57 @@ def broadcast_value(accelerator: Accelerator, value):
     holder = [value]
     broadcast_object_list(holder, from_process=0)
     return holder[0]
+
+
+def one_line(error: BaseException) -> str:
+    """`error` in one line: an OSError's reason (and file), otherwise the first line of its message (or its type)."""
+    if isinstance(error, OSError) and error.strerror:
+        files = " -> ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
+        return f"{error.strerror}: {files}" if files else error.strerror
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+@contextmanager
+def agreed_failure(
+    accelerator: Accelerator,
+    error_type: type[Exception],
+    what: str = "",
+    catch: tuple[type[BaseException], ...] = (Exception,),
+    describe: Callable[[BaseException], str] = one_line,
+):
+    """Runs the block on every process (typically work of the main process alone, followed by a collective), then
+    agrees on how it went: an exception inside the block on any process is raised on every process, after all of them
+    have left the block, so that none waits alone in a later collective.
+
+    An exception of a `catch` type becomes `error_type("WHAT: DESCRIPTION")` on every process (the first process's
+    to fail, by rank; `describe(error)` is one line). Any other exception (a bug) is re-raised as it is, traceback
+    included, on its own process, while the others raise `error_type` naming it. One all-gather of a short string
+    (none with a single process):
+
+        with agreed_failure(accelerator, CheckpointError, "could not average the checkpoints"):
+            if accelerator.is_main_process:
+                average_checkpoints(...)
+    """
+    problem = failure = None
+    try:
+        yield
+    except Exception as error:  # every exception is agreed on; the unexpected ones are re-raised below
+        failure = error
+        expected = isinstance(error, catch)
+        text = describe(error) if expected else f"{type(error).__name__}: {one_line(error)}"
+        if not expected:
+            text += f" (process {accelerator.process_index} shows its traceback)"
+        problem = f"{what}: {text}" if what else text
+    if accelerator.num_processes == 1:
+        problems = [problem]
+    else:
+        from accelerate.utils import gather_object
+
+        problems = gather_object([problem])
+    first = next((message for message in problems if message), None)
+    if first is None:
+        return
+    if failure is not None and not isinstance(failure, catch):
+        raise failure
+    raise error_type(first) from failure

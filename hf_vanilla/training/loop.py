@@ -20,7 +20,7 @@ from ..data.batching import TokenBudgetBatchSampler
 from ..data.encoding import EncodedPairs
 from .arguments import RunSettings
 from .checkpoints import latest_valid_checkpoint, load_checkpoint, save_checkpoint, save_model_folder
-from .collectives import any_process
+from .collectives import StepError, agreed_failure, any_process
 from .schedule import paper_optimizer, paper_scheduler
 from .validation import Validation
 
@@ -162,6 +162,7 @@ def train(
     pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE if compiled else 1
     graphs_before = _compiled_graphs() if compiled else 0
     progress = TrainingProgress()
+    log_file = output_dir / "train_log.jsonl"
 
     if resume:
         checkpoint = latest_valid_checkpoint(
@@ -170,14 +171,14 @@ def train(
         if checkpoint is not None:
             progress.load_state_dict(load_checkpoint(accelerator, checkpoint, model, optimizer, scheduler))
             logger.info(f"Resumed from {checkpoint} at update {progress.step}", main_process_only=True)
-            if accelerator.is_main_process:
-                _truncate_log(output_dir / "train_log.jsonl", progress.step)
+            with agreed_failure(accelerator, StepError, f"could not rewrite {log_file}", catch=(OSError,)):
+                if accelerator.is_main_process:
+                    _truncate_log(log_file, progress.step)
         else:
             logger.info(f"No complete checkpoint in {output_dir}: starting from scratch", main_process_only=True)
 
     model.train()
     padding = sampler.padding_fraction(sampler.all_batches(progress.epoch))
-    log_file = output_dir / "train_log.jsonl"
     seconds_before = progress.train_seconds
     start = window_start = time.perf_counter()
     window_tokens = window_updates = 0
@@ -192,9 +193,10 @@ def train(
 
     def write_log(metrics: dict) -> None:
         accelerator.log(metrics, step=progress.step)
-        if accelerator.is_main_process:
-            with log_file.open("a") as handle:
-                handle.write(json.dumps(metrics) + "\n")
+        with agreed_failure(accelerator, StepError, f"could not write {log_file}", catch=(OSError,)):
+            if accelerator.is_main_process:
+                with log_file.open("a") as handle:
+                    handle.write(json.dumps(metrics) + "\n")
 
     with signals.installed():
         while progress.step < settings.max_steps:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from accelerate import Accelerator
 
-from .collectives import broadcast_value
+from .collectives import agreed_failure
 
 
 class PreflightError(ValueError):
@@ -83,14 +83,7 @@ def check_hub(repo_id: str, token: str | None = None) -> None:
 
 def run_checks(accelerator: Accelerator, checks: Iterable[Callable[[], None]]) -> None:
     """Runs `checks` on the main process; the first failure stops every process with `PreflightError`."""
-    problem = None
-    if accelerator.is_main_process:
-        for check in checks:
-            try:
+    with agreed_failure(accelerator, PreflightError, catch=(PreflightError,), describe=str):
+        if accelerator.is_main_process:
+            for check in checks:
                 check()
-            except PreflightError as error:
-                problem = str(error)
-                break
-    problem = broadcast_value(accelerator, problem)
-    if problem:
-        raise PreflightError(problem)

@@ -15,7 +15,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.logging import get_logger
 from accelerate.utils import set_seed
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .. import VanillaTransformerForConditionalGeneration
 from ..cards import render_model_card
@@ -24,14 +24,15 @@ from ..tokenization import (
     PROVENANCE_FILE,
     TokenizerMismatch,
     check_provenance,
-    prepare_shared_tokenizer,
+    ensure_shared_tokenizer,
+    load_tokenizer,
     text_fingerprint,
     write_tokenizer_folder,
 )
 from .accelerator import create_accelerator
 from .arguments import RecipeArguments, RunSettings, resolve
 from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
-from .collectives import broadcast_value
+from .collectives import StepError, agreed_failure, broadcast_value, one_line
 from .loop import TrainingResult, train
 from .preflight import (
     PreflightError,
@@ -48,7 +49,7 @@ from .validation import Validation
 logger = get_logger(__name__)
 
 # What a user can fix: stops the run with one line, no traceback.
-USER_ERRORS = (PreflightError, TokenizerMismatch, CheckpointError)
+USER_ERRORS = (PreflightError, TokenizerMismatch, CheckpointError, StepError)
 
 
 def run_recipe(main: Callable, args, name: str):
@@ -146,21 +147,44 @@ def run_tokenizer(
         raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
     folder = output_dir / "tokenizer"
     expected = {"init_from": args.init_from}
-    problem = None
-    if accelerator.is_main_process:
-        try:
+
+    def describe(error: BaseException) -> str:
+        if isinstance(error, TokenizerMismatch):
+            return str(error)
+        return f"--init-from {args.init_from}: cannot load its tokenizer ({str(error).splitlines()[0]})"
+
+    with agreed_failure(accelerator, PreflightError, catch=(TokenizerMismatch, OSError), describe=describe):
+        if accelerator.is_main_process:
             if (folder / "tokenizer.json").exists():
                 check_provenance(folder, expected)
             else:
                 write_tokenizer_folder(folder, AutoTokenizer.from_pretrained(args.init_from), expected)
-        except TokenizerMismatch as error:
-            problem = str(error)
-        except OSError as error:
-            problem = f"--init-from {args.init_from}: cannot load its tokenizer ({str(error).splitlines()[0]})"
-    problem = broadcast_value(accelerator, problem)
-    if problem:
-        raise PreflightError(problem)
     return AutoTokenizer.from_pretrained(folder)
+
+
+def prepare_shared_tokenizer(
+    accelerator: Accelerator,
+    output_dir: Path,
+    train_split,
+    languages: tuple[str, str],
+    vocab_size: int,
+    dataset: str,
+    whitespace_only: bool = False,
+) -> PreTrainedTokenizerFast:
+    """The run's tokenizer, in `output_dir/tokenizer`: trained once by the main process on the training split's
+    source and target text, with a record of what it was trained on (`dataset`, `languages`, `vocab_size`, a
+    fingerprint of the text); a later run (or `--resume`) reuses it only if that record matches, and otherwise stops
+    with `TokenizerMismatch` on every process (see `hf_vanilla.tokenization.ensure_shared_tokenizer`), as it does
+    when the folder cannot be written."""
+    folder = Path(output_dir) / "tokenizer"
+
+    def describe(error: BaseException) -> str:
+        return str(error) if isinstance(error, TokenizerMismatch) else f"cannot write {folder}: {one_line(error)}"
+
+    with agreed_failure(accelerator, TokenizerMismatch, catch=(TokenizerMismatch, OSError), describe=describe):
+        if accelerator.is_main_process:
+            ensure_shared_tokenizer(folder, train_split, languages, vocab_size, dataset, whitespace_only)
+    return load_tokenizer(folder)
 
 
 def run_model(
@@ -190,12 +214,13 @@ def encoded_split(
     """A split's token ids, encoded once by the main process into OUTPUT_DIR/cache (a file named by the fingerprints
     of the tokenizer and of the split's text) and read from there by the other processes."""
     key = None
-    if accelerator.is_main_process:
-        record = json.loads((output_dir / "tokenizer" / PROVENANCE_FILE).read_text())
-        same_text = split == "train" and "text_sha256" in record  # the tokenizer's own training text, hashed already
-        text = record["text_sha256"] if same_text else text_fingerprint(pairs, languages)
-        vocabulary = hashlib.sha256((output_dir / "tokenizer" / "tokenizer.json").read_bytes()).hexdigest()
-        key = hashlib.sha256(f"{vocabulary} {text} {languages}".encode()).hexdigest()[:16]
+    with agreed_failure(accelerator, StepError, f"cannot read the tokenizer in {output_dir}", catch=(OSError,)):
+        if accelerator.is_main_process:
+            record = json.loads((output_dir / "tokenizer" / PROVENANCE_FILE).read_text())
+            same_text = split == "train" and "text_sha256" in record  # the tokenizer's own text, hashed already
+            text = record["text_sha256"] if same_text else text_fingerprint(pairs, languages)
+            vocabulary = hashlib.sha256((output_dir / "tokenizer" / "tokenizer.json").read_bytes()).hexdigest()
+            key = hashlib.sha256(f"{vocabulary} {text} {languages}".encode()).hexdigest()[:16]
     key = broadcast_value(accelerator, key)
     with accelerator.main_process_first():
         return encode_pairs(pairs, tokenizer, *languages, cache_file=output_dir / "cache" / f"{split}-{key}.arrow")
@@ -324,11 +349,12 @@ def finish(
 def average_final(accelerator: Accelerator, output_dir: Path, average_last: int) -> tuple[Path, list[str]]:
     """The average of the newest `average_last` checkpoints in OUTPUT_DIR/final (the paper: 5 base, 20 big)."""
     names: list[str] = []
-    if accelerator.is_main_process:
-        checkpoints = list_checkpoints(output_dir)[-average_last:]
-        average_checkpoints(checkpoints, output_dir / "final")
-        names = [p.name for p in checkpoints]
-    accelerator.wait_for_everyone()
+    what = f"could not average the last checkpoints into {output_dir / 'final'}"
+    with agreed_failure(accelerator, CheckpointError, what, catch=(CheckpointError, OSError, ValueError)):
+        if accelerator.is_main_process:
+            checkpoints = list_checkpoints(output_dir)[-average_last:]
+            average_checkpoints(checkpoints, output_dir / "final")
+            names = [p.name for p in checkpoints]
     return output_dir / "final", broadcast_value(accelerator, names)
 
 

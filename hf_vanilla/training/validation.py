@@ -10,7 +10,7 @@ from accelerate import Accelerator
 from ..data.batching import TokenBudgetBatchSampler
 from ..data.encoding import EncodedPairs
 from ..modeling_vanilla import label_smoothed_cross_entropy
-from .collectives import broadcast_value
+from .collectives import StepError, agreed_failure, broadcast_value
 
 
 class Validation:
@@ -63,7 +63,10 @@ class Validation:
             "valid_ppl": round(math.exp(min(nll / tokens, 50)), 2),
         }
         if self.metric is not None:
-            scores = self.metric(accelerator.unwrap_model(model)) if accelerator.is_main_process else {}
+            scores = {}
+            with agreed_failure(accelerator, StepError, "the validation metric failed", catch=()):
+                if accelerator.is_main_process:
+                    scores = self.metric(accelerator.unwrap_model(model))
             figures.update(broadcast_value(accelerator, scores))
         model.train(was_training)
         return figures
