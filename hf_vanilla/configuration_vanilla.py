@@ -124,6 +124,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
         loss_chunk_tokens: in training, compute the pre-softmax projection and the loss this many label positions
             at a time, each chunk's logits recomputed in the backward pass, so that the logits of the whole batch
             (25k x 37k floats for the base recipe) never exist; the output then holds no logits. 0: all at once.
+        pointer_generator: add the copy mechanism of pointer-generator networks (See et al., 2017) on the last decoder
+            layer's cross-attention (`VanillaPointerGenerator`): the output distribution mixes the vocabulary softmax
+            with copying source tokens, and `logits` are its log-probabilities. `False`: the paper's model.
     """
 
     model_type = "vanilla_transformer"
@@ -158,6 +161,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
     activation_function: str = "relu"
     final_logits_bias: bool = False
     loss_chunk_tokens: int = 0
+    pointer_generator: bool = False
 
     def __post_init__(self, **kwargs):
         problems = []
@@ -177,6 +181,10 @@ class VanillaTransformerConfig(PreTrainedConfig):
                 problems.append(f"{name} must be in [0, 1), got {value}")
         if self.loss_chunk_tokens < 0:
             problems.append(f"loss_chunk_tokens must not be negative, got {self.loss_chunk_tokens}")
+        if self.pointer_generator and self.loss_chunk_tokens:
+            problems.append("pointer_generator needs loss_chunk_tokens=0: its mixture is computed on whole logits")
+        if self.pointer_generator and self.attention_dropout:
+            problems.append("pointer_generator needs attention_dropout=0: it copies with the attention weights")
         if self.norm_style not in ("post", "pre"):
             problems.append(f"norm_style must be 'post' or 'pre', got {self.norm_style!r}")
         if self.position_embedding_type not in ("sinusoidal", "learned"):

@@ -63,6 +63,8 @@ def _check_vanilla(config: VanillaTransformerConfig) -> None:
         _refuse("tie_word_embeddings", False, "the conversion keeps one matrix for both embeddings and the output")
     if config.layer_norm_eps != 1e-5:
         _refuse("layer_norm_eps", config.layer_norm_eps, "MarianMTModel's layer norms use 1e-5")
+    if config.pointer_generator:
+        _refuse("pointer_generator", True, "MarianMTModel has no copy mechanism")
 
 
 def _check_marian(config: MarianConfig) -> None:

@@ -198,6 +198,8 @@ def export_ct2(
         model = AutoModelForSeq2SeqLM.from_pretrained(model)
     if not isinstance(model, VanillaTransformerForConditionalGeneration):
         raise ValueError(f"model_type={model.config.model_type!r}: not an hf_vanilla model")
+    if model.config.pointer_generator:
+        raise ValueError("pointer_generator=True: CTranslate2 has no copy mechanism")
     if tokenizer is None:
         raise ValueError("export_ct2 needs the model's tokenizer: CTranslate2 maps tokens, not ids")
     tokens = vocabulary(tokenizer, model.config.vocab_size)

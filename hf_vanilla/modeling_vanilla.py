@@ -13,6 +13,7 @@ N(0, init_std = 0.02) as in transformers' Marian, BART and FSMT; biases zero; La
 import copy
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -110,9 +111,17 @@ def eager_attention_forward(
 class VanillaAttention(nn.Module):
     """Multi-head attention (section 3.2.2) with h heads of d_k = d_model / h. Self-attention projects Q, K and V
     with one fused matrix; cross-attention projects Q from the decoder and K, V (fused) once from the encoder output,
-    which the cache keeps for every later decoding step."""
+    which the cache keeps for every later decoding step. With `returns_weights`, it always computes its attention
+    weights (eager attention, whatever the model's implementation): a pointer-generator copies with them."""
 
-    def __init__(self, config: VanillaTransformerConfig, is_cross_attention: bool, is_causal: bool, layer_idx: int):
+    def __init__(
+        self,
+        config: VanillaTransformerConfig,
+        is_cross_attention: bool,
+        is_causal: bool,
+        layer_idx: int,
+        returns_weights: bool = False,
+    ):
         super().__init__()
         self.config = config
         self.d_model = config.d_model
@@ -122,6 +131,7 @@ class VanillaAttention(nn.Module):
         self.is_cross_attention = is_cross_attention
         self.is_causal = is_causal
         self.layer_idx = layer_idx
+        self.returns_weights = returns_weights
         if is_cross_attention:
             self.q_proj = VanillaLinear(config.d_model, config.d_model)
             self.kv_proj = VanillaFusedProjection(config.d_model, 2)
@@ -167,7 +177,8 @@ class VanillaAttention(nn.Module):
 
         # Only eager attention computes the weights: a call that asks for them runs eager (its masks too, see
         # `_mask_config`) rather than returning none.
-        implementation = "eager" if _wants_attention_weights(self.config, kwargs) else self.config._attn_implementation
+        wants_weights = self.returns_weights or _wants_attention_weights(self.config, kwargs)
+        implementation = "eager" if wants_weights else self.config._attn_implementation
         attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
         attn_output, attn_weights = attention_interface(
             self,
@@ -234,15 +245,23 @@ class VanillaEncoderLayer(GradientCheckpointingLayer):
 
 class VanillaDecoderLayer(GradientCheckpointingLayer):
     """Masked self-attention, attention over the encoder output, then feed-forward (section 3.1), each sub-layer
-    wrapped like the encoder's."""
+    wrapped like the encoder's. The last layer of a pointer-generator also returns its attention weights over the
+    encoder output (batch, heads, target, source), which the copy distribution reads."""
 
     def __init__(self, config: VanillaTransformerConfig, layer_idx: int):
         super().__init__()
         self.pre_norm = config.norm_style == "pre"
         self.dropout = config.dropout
+        self.returns_copy_attention = config.pointer_generator and layer_idx == config.decoder_layers - 1
         self.self_attn = VanillaAttention(config, is_cross_attention=False, is_causal=True, layer_idx=layer_idx)
         self.self_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.encoder_attn = VanillaAttention(config, is_cross_attention=True, is_causal=False, layer_idx=layer_idx)
+        self.encoder_attn = VanillaAttention(
+            config,
+            is_cross_attention=True,
+            is_causal=False,
+            layer_idx=layer_idx,
+            returns_weights=self.returns_copy_attention,
+        )
         self.encoder_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.feed_forward = VanillaFeedForward(config)
         self.final_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
@@ -255,7 +274,7 @@ class VanillaDecoderLayer(GradientCheckpointingLayer):
         encoder_attention_mask: torch.Tensor | None = None,
         past_key_values: Cache | None = None,
         **kwargs,
-    ) -> torch.Tensor:
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         residual = hidden_states
         if self.pre_norm:
             hidden_states = self.self_attn_layer_norm(hidden_states)
@@ -269,7 +288,7 @@ class VanillaDecoderLayer(GradientCheckpointingLayer):
         residual = hidden_states
         if self.pre_norm:
             hidden_states = self.encoder_attn_layer_norm(hidden_states)
-        hidden_states, _ = self.encoder_attn(
+        hidden_states, cross_attn_weights = self.encoder_attn(
             hidden_states,
             attention_mask=encoder_attention_mask,
             key_value_states=encoder_hidden_states,
@@ -287,6 +306,8 @@ class VanillaDecoderLayer(GradientCheckpointingLayer):
         hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
         if not self.pre_norm:
             hidden_states = self.final_layer_norm(hidden_states)
+        if self.returns_copy_attention:
+            return hidden_states, cross_attn_weights
         return hidden_states
 
 
@@ -343,6 +364,13 @@ def _mask_config(config: VanillaTransformerConfig, kwargs: dict) -> VanillaTrans
     """The config the attention masks are built for: a copy set to eager when the call asks for attention weights
     and the model's implementation (e.g. SDPA, whose masks eager attention cannot read) returns none."""
     if config._attn_implementation == "eager" or not _wants_attention_weights(config, kwargs):
+        return config
+    return _eager_config(config)
+
+
+def _eager_config(config: VanillaTransformerConfig) -> VanillaTransformerConfig:
+    """A copy of `config` set to eager attention, to build masks that eager attention reads (additive floats)."""
+    if config._attn_implementation == "eager":
         return config
     eager = copy.copy(config)
     eager._attn_implementation = "eager"
@@ -404,6 +432,20 @@ class VanillaEncoder(VanillaPreTrainedModel):
         return BaseModelOutput(last_hidden_state=hidden_states)
 
 
+@dataclass
+class VanillaDecoderOutput(BaseModelOutputWithPastAndCrossAttentions):
+    r"""
+    The decoder's outputs, with what a pointer-generator's copy reads (both `None` for other models):
+
+    copy_attention: a_t, the last layer's attention weights over the encoder output averaged over heads, of shape
+        (batch, target length, source length); padding positions get none.
+    embeddings: x_t, the decoder input as fed to its first layer, of shape (batch, target length, d_model).
+    """
+
+    copy_attention: torch.FloatTensor | None = None
+    embeddings: torch.FloatTensor | None = None
+
+
 class VanillaDecoder(VanillaPreTrainedModel):
     """The decoder stack: shifted target embeddings * sqrt(d_model) + positions, dropout, then N decoder layers."""
 
@@ -438,7 +480,7 @@ class VanillaDecoder(VanillaPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
         **kwargs,
-    ) -> BaseModelOutputWithPastAndCrossAttentions:
+    ) -> VanillaDecoderOutput:
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of decoder_input_ids or decoder_inputs_embeds to the decoder.")
         if encoder_hidden_states is None:
@@ -471,26 +513,59 @@ class VanillaDecoder(VanillaPreTrainedModel):
             attention_mask=attention_mask,
             past_key_values=self_attn_cache,
         )
-        encoder_attention_mask = create_bidirectional_mask(
+        cross_attention_mask = create_bidirectional_mask(
             config=mask_config,
             inputs_embeds=hidden_states,
             attention_mask=encoder_attention_mask,
             encoder_hidden_states=encoder_hidden_states,
         )
+        # The last layer of a pointer-generator computes its attention weights with eager attention, whose mask
+        # (additive floats) is not SDPA's or flash attention's.
+        copy_attention_mask = cross_attention_mask
+        if self.config.pointer_generator and mask_config._attn_implementation != "eager":
+            copy_attention_mask = create_bidirectional_mask(
+                config=_eager_config(mask_config),
+                inputs_embeds=hidden_states,
+                attention_mask=encoder_attention_mask,
+                encoder_hidden_states=encoder_hidden_states,
+            )
+        # x_t of the pointer-generator: See et al. (2017) feed it the decoder input; here that is the input to the
+        # first decoder layer, the token embedding * sqrt(d_model) + its position (after the embedding dropout).
+        embeddings, copy_attention = hidden_states, None
         for layer in self.layers:
             hidden_states = layer(
                 hidden_states,
                 causal_mask,
                 encoder_hidden_states,  # positional, for gradient checkpointing
-                encoder_attention_mask=encoder_attention_mask,
+                encoder_attention_mask=copy_attention_mask if layer.returns_copy_attention else cross_attention_mask,
                 past_key_values=past_key_values,
                 **kwargs,
             )
+            if layer.returns_copy_attention:
+                hidden_states, cross_attn_weights = hidden_states
+                copy_attention = cross_attn_weights.mean(dim=1)  # a_t: averaged over the heads
         if self.layer_norm is not None:
             hidden_states = self.layer_norm(hidden_states)
-        return BaseModelOutputWithPastAndCrossAttentions(
-            last_hidden_state=hidden_states, past_key_values=past_key_values
+        return VanillaDecoderOutput(
+            last_hidden_state=hidden_states,
+            past_key_values=past_key_values,
+            copy_attention=copy_attention,
+            embeddings=embeddings if self.config.pointer_generator else None,
         )
+
+
+@dataclass
+class VanillaSeq2SeqModelOutput(Seq2SeqModelOutput):
+    r"""
+    `Seq2SeqModelOutput` with what a pointer-generator's copy reads from the decoder (both `None` for other models):
+
+    copy_attention: a_t, the last decoder layer's attention weights over the encoder output averaged over heads, of
+        shape (batch, target length, source length).
+    decoder_embeddings: x_t, the decoder input as fed to its first layer, of shape (batch, target length, d_model).
+    """
+
+    copy_attention: torch.FloatTensor | None = None
+    decoder_embeddings: torch.FloatTensor | None = None
 
 
 class VanillaTransformerModel(VanillaPreTrainedModel):
@@ -532,7 +607,7 @@ class VanillaTransformerModel(VanillaPreTrainedModel):
         decoder_inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
         **kwargs,
-    ) -> Seq2SeqModelOutput:
+    ) -> VanillaSeq2SeqModelOutput:
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs
@@ -553,7 +628,7 @@ class VanillaTransformerModel(VanillaPreTrainedModel):
             use_cache=use_cache,
             **kwargs,
         )
-        return Seq2SeqModelOutput(
+        return VanillaSeq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
             past_key_values=decoder_outputs.past_key_values,
             decoder_hidden_states=decoder_outputs.hidden_states,
@@ -562,6 +637,8 @@ class VanillaTransformerModel(VanillaPreTrainedModel):
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
             encoder_hidden_states=encoder_outputs.hidden_states,
             encoder_attentions=encoder_outputs.attentions,
+            copy_attention=decoder_outputs.copy_attention,
+            decoder_embeddings=decoder_outputs.embeddings,
         )
 
 
@@ -654,9 +731,74 @@ class SourceLengthLimitLogitsProcessor(LogitsProcessor):
         return torch.where(must_stop[:, None], forced, scores)
 
 
+class VanillaPointerGenerator(nn.Module):
+    """The copy mechanism of pointer-generator networks (See et al., 2017, "Get To The Point: Summarization with
+    Pointer-Generator Networks", section 2.2) on the Transformer, as Deaton et al. (2019, "Transformers and
+    Pointer-Generator Networks for Abstractive Summarization") put it there: the attention it copies with is the last
+    decoder layer's attention over the encoder output, averaged over the heads. At each decoder position t, with a_t
+    those weights, h the encoder output, s_t the decoder output and x_t the decoder input:
+
+        c_t = sum_i a_t,i h_i                                    (the context vector)
+        p_gen = sigmoid(w_c . c_t + w_s . s_t + w_x . x_t + b)   (the probability of generating from the vocabulary)
+        P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: source token i is w} a_t,i
+
+    Source and target share one subword vocabulary, so every source token has an id: copying needs no extended
+    vocabulary. The gate's [w_c; w_s; w_x] and b are one linear layer over [c_t; s_t; x_t]."""
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__()
+        self.gate = nn.Linear(3 * config.d_model, 1)
+
+    def forward(
+        self,
+        vocab_logits: torch.Tensor,
+        copy_attention: torch.Tensor,
+        encoder_hidden_states: torch.Tensor,
+        decoder_hidden_states: torch.Tensor,
+        decoder_embeddings: torch.Tensor,
+        source_ids: torch.LongTensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """log P(w), float32 of shape (batch, target length, vocab), and p_gen of shape (batch, target length).
+
+        The mixture is computed in log space, logaddexp(log p_gen + log P_vocab, log(1 - p_gen) + log P_copy), with
+        log_softmax and logsigmoid: a vocabulary probability below float32's range (a logit ~87 under the best)
+        keeps its log-probability, where the log of the mixed probabilities would be -inf or a clamp's constant for
+        it (the label-smoothed loss and beam scores read them), and a saturated gate gives no log 0. P_copy is 0 for
+        tokens not in the source: it is clamped to float32's smallest normal number (1.2e-38), which adds at most
+        vocab x 1.2e-38 to the total and makes no inf x 0 gradient."""
+        if source_ids.shape != copy_attention.shape[::2]:
+            raise ValueError(
+                f"The pointer-generator copies from input_ids of shape {tuple(source_ids.shape)}, but the decoder "
+                f"attended over {tuple(copy_attention.shape[::2])} encoder positions: pass the source's input_ids."
+            )
+        context = torch.matmul(copy_attention, encoder_hidden_states)  # c_t
+        gate = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1)).squeeze(-1).float()
+        attention = copy_attention.float()
+        copy_probs = attention.new_zeros(*attention.shape[:2], vocab_logits.shape[-1])
+        copy_probs.scatter_add_(-1, source_ids[:, None, :].expand_as(attention), attention)
+        log_probs = torch.logaddexp(
+            nn.functional.logsigmoid(gate)[..., None] + nn.functional.log_softmax(vocab_logits.float(), dim=-1),
+            nn.functional.logsigmoid(-gate)[..., None] + copy_probs.clamp_min(torch.finfo(torch.float32).tiny).log(),
+        )
+        return log_probs, torch.sigmoid(gate)
+
+
+@dataclass
+class VanillaSeq2SeqLMOutput(Seq2SeqLMOutput):
+    r"""
+    `Seq2SeqLMOutput` with, for a pointer-generator (whose `logits` are the log-probabilities of its final
+    distribution):
+
+    p_gen: the probability of generating from the vocabulary rather than copying, of shape (batch, target length).
+    """
+
+    p_gen: torch.FloatTensor | None = None
+
+
 class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, GenerationMixin):
     """The encoder-decoder with the pre-softmax projection tied to the shared embeddings, the label-smoothed loss and
-    the paper's decoding (beam search with the GNMT length penalty and a per-source maximum output length)."""
+    the paper's decoding (beam search with the GNMT length penalty and a per-source maximum output length); with
+    `config.pointer_generator`, the copy mechanism of `VanillaPointerGenerator` on top."""
 
     _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
     # A new model's generation config is the paper's decoding for `config.decoding` (the public hook of
@@ -667,6 +809,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         super().__init__(config)
         self.model = VanillaTransformerModel(config)
         self.lm_head = VanillaLinear(config.d_model, config.vocab_size, bias=config.final_logits_bias)
+        self.pointer_generator = VanillaPointerGenerator(config) if config.pointer_generator else None
         self._length_penalty_style = "power"
         self.post_init()
 
@@ -705,13 +848,20 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         use_cache: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
         **kwargs,
-    ) -> Seq2SeqLMOutput:
+    ) -> VanillaSeq2SeqLMOutput:
         r"""
+        input_ids: the source token ids. A pointer-generator copies from them, so it needs them with
+            `encoder_outputs` too (`generate()` passes them at every step).
         labels: target token ids (padding or -100 is ignored). Without `decoder_input_ids`, the decoder reads the
             labels shifted right behind `decoder_start_token_id`. The loss is the label-smoothed cross-entropy of
             `config.label_smoothing` (the paper: 0.1).
         logits_to_keep: compute the pre-softmax projection only for the last `logits_to_keep` positions (0: all).
+
+        A pointer-generator's `logits` are log P(w) of its final distribution, normalized (a softmax of them is
+        themselves), and `p_gen` its probability of generating from the vocabulary.
         """
+        if self.pointer_generator is not None and input_ids is None:
+            raise ValueError("A pointer-generator copies source tokens: pass input_ids (with encoder_outputs too).")
         num_items_in_batch = kwargs.pop("num_items_in_batch", None)
         if labels is not None:
             use_cache = False
@@ -729,11 +879,13 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             use_cache=use_cache,
             **kwargs,
         )
-        hidden_states = outputs.last_hidden_state
+        kept = slice(None)
         if isinstance(logits_to_keep, int) and logits_to_keep > 0:
-            hidden_states = hidden_states[:, -logits_to_keep:, :]
+            kept = slice(-logits_to_keep, None)
         elif isinstance(logits_to_keep, torch.Tensor):
-            hidden_states = hidden_states[:, logits_to_keep, :]
+            kept = logits_to_keep
+        hidden_states = outputs.last_hidden_state[:, kept, :]
+        p_gen = None
         if labels is not None and self.training and self.config.loss_chunk_tokens:
             logits, loss = (
                 None,
@@ -750,12 +902,21 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             )
         else:
             logits = self.lm_head(hidden_states)
+            if self.pointer_generator is not None:
+                logits, p_gen = self.pointer_generator(
+                    logits,
+                    outputs.copy_attention[:, kept, :],
+                    outputs.encoder_last_hidden_state,
+                    hidden_states,
+                    outputs.decoder_embeddings[:, kept, :],
+                    input_ids,
+                )
             loss = None
             if labels is not None:
                 loss = label_smoothed_cross_entropy(
                     logits, labels, self.config.label_smoothing, self.config.pad_token_id, num_items_in_batch
                 )
-        return Seq2SeqLMOutput(
+        return VanillaSeq2SeqLMOutput(
             loss=loss,
             logits=logits,
             past_key_values=outputs.past_key_values,
@@ -765,7 +926,29 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
             encoder_attentions=outputs.encoder_attentions,
+            p_gen=p_gen,
         )
+
+    def _maybe_prepare_encoder_kwargs_for_generation(
+        self, inputs_tensor: torch.Tensor, model_kwargs: dict, model_input_name: str | None, generation_config
+    ) -> dict:
+        """transformers' step of `generate()` that runs the encoder once. A pointer-generator keeps the source ids
+        there too, as `source_ids`: transformers then expands them for beams (with the encoder output and the
+        attention mask) and hands them to every decoding step, where `prepare_inputs_for_generation` passes them as
+        `input_ids`. The beams of one sentence share its source, so beam reordering leaves them as they are."""
+        model_kwargs = super()._maybe_prepare_encoder_kwargs_for_generation(
+            inputs_tensor, model_kwargs, model_input_name, generation_config
+        )
+        if self.config.pointer_generator and model_input_name == "input_ids":
+            model_kwargs["source_ids"] = inputs_tensor
+        return model_kwargs
+
+    def prepare_inputs_for_generation(self, *args, source_ids: torch.LongTensor | None = None, **kwargs) -> dict:
+        """transformers' inputs of one decoding step, with a pointer-generator's source ids as `input_ids`."""
+        model_inputs = super().prepare_inputs_for_generation(*args, **kwargs)
+        if source_ids is not None:
+            model_inputs["input_ids"] = source_ids
+        return model_inputs
 
     @torch.no_grad()
     def generate(self, inputs: torch.Tensor | None = None, generation_config=None, logits_processor=None, **kwargs):
@@ -840,6 +1023,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
 
 
 __all__ = [
+    "VanillaPointerGenerator",
     "VanillaPreTrainedModel",
     "VanillaTransformerModel",
     "VanillaTransformerForConditionalGeneration",

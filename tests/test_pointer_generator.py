@@ -1,0 +1,295 @@
+"""The pointer-generator (`config.pointer_generator`, `VanillaPointerGenerator`): its distribution against the
+equations of See et al. (2017) computed by hand from the model's own parts, the plain model when the gate never
+copies, decoding a trained model (cache, beams, static cache, padding), rare source tokens that it learns to copy and
+a plain model does not, and the conversions that refuse it."""
+
+import copy
+import math
+
+import pytest
+import torch
+
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.convert import ConversionError, to_marian
+from hf_vanilla.modeling_vanilla import sinusoidal_positions
+
+from helpers import (
+    assert_varied,
+    batch,
+    decoded,
+    reversal_accuracy,
+    reversal_batch,
+    reversal_tokenizer,
+    tiny_model,
+    train_reversal_model,
+)
+
+FLOAT32_EPS = torch.finfo(torch.float32).eps
+
+
+@pytest.fixture(scope="module")
+def pointer_reversal_model() -> VanillaTransformerForConditionalGeneration:
+    """The reversal model (`helpers.train_reversal_model`) with the copy mechanism, trained the same way."""
+    return train_reversal_model(pointer_generator=True)
+
+
+def reversal_labels(ids: torch.Tensor, answers: list) -> torch.Tensor:
+    labels = torch.zeros(ids.shape[0], ids.shape[1] + 1, dtype=torch.long)
+    for row, answer in enumerate(answers):
+        labels[row, : len(answer)] = torch.tensor(answer)
+    return labels
+
+
+# --- configuration and weights --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [(dict(loss_chunk_tokens=64), "loss_chunk_tokens=0"), (dict(attention_dropout=0.1), "attention_dropout=0")],
+)
+def test_config_refuses_what_the_mixture_cannot_compute(overrides, message):
+    with pytest.raises(ValueError, match=message) as error:
+        VanillaTransformerConfig.from_preset("tiny", pointer_generator=True, **overrides)
+    assert "\n" not in str(error.value)
+    VanillaTransformerConfig.from_preset("tiny", **overrides)  # each alone is fine
+
+
+def test_the_gate_is_the_only_new_weight_and_a_plain_model_is_unchanged():
+    plain, pointer = tiny_model(), tiny_model(pointer_generator=True)
+    assert not VanillaTransformerConfig().pointer_generator
+    assert set(pointer.state_dict()) - set(plain.state_dict()) == {
+        "pointer_generator.gate.weight",
+        "pointer_generator.gate.bias",
+    }
+    assert set(plain.state_dict()) <= set(pointer.state_dict())
+    assert plain.pointer_generator is None
+    ids, mask = batch()
+    out = plain(input_ids=ids, attention_mask=mask, decoder_input_ids=ids[:, :4])
+    assert out.p_gen is None and len(out.to_tuple()) == 3  # logits, past_key_values, encoder_last_hidden_state
+
+
+def test_save_and_load_keep_the_pointer_generator(tmp_path):
+    model = tiny_model(pointer_generator=True)
+    torch.nn.init.normal_(model.pointer_generator.gate.weight)
+    torch.nn.init.normal_(model.pointer_generator.gate.bias)
+    model.save_pretrained(tmp_path)
+    loaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path).eval()
+    assert loaded.config.pointer_generator
+    for name in ("weight", "bias"):
+        assert torch.equal(getattr(loaded.pointer_generator.gate, name), getattr(model.pointer_generator.gate, name))
+    ids, mask = batch()
+    a = model(input_ids=ids, attention_mask=mask, decoder_input_ids=ids[:, :4])
+    b = loaded(input_ids=ids, attention_mask=mask, decoder_input_ids=ids[:, :4])
+    assert torch.equal(a.logits, b.logits) and torch.equal(a.p_gen, b.p_gen)
+
+
+# --- the distribution -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
+def test_the_distribution_is_see_et_als_mixture_computed_by_hand(attn_implementation):
+    """exp(logits) sums to 1 and is P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: x_i = w} a_t,i, with a_t the last
+    layer's cross-attention recomputed from its query and key projections, c_t = a_t h, p_gen from the gate's weights
+    over [c_t; s_t; x_t], and the copy summed by a loop over the source positions. The weights are drawn wider than
+    the initialisation (std 0.3), so that the attention is peaked and p_gen varies."""
+    torch.manual_seed(0)
+    model = tiny_model(pointer_generator=True, attn_implementation=attn_implementation, init_std=0.3)
+    ids, mask = batch(lengths=(7, 4, 6))
+    ids[0, 4] = ids[0, 1]  # a source token twice: its copy probability is the sum of both positions' attention
+    target, _ = batch(seed=2, lengths=(5, 3, 5))
+    captured = {}
+    last_layer = model.model.decoder.layers[-1]
+    last_layer.encoder_attn.register_forward_hook(
+        lambda module, args, kwargs, output: captured.update(query_input=args[0]), with_kwargs=True
+    )
+    out = model(input_ids=ids, attention_mask=mask, decoder_input_ids=target)
+    decoder_state = model.model(input_ids=ids, attention_mask=mask, decoder_input_ids=target).last_hidden_state
+
+    double = {name: p.detach().double() for name, p in model.named_parameters()}
+    d_model, heads, vocab = 64, 4, model.config.vocab_size
+    head_dim = d_model // heads
+    prefix = "model.decoder.layers.1.encoder_attn."
+    encoder_output = out.encoder_last_hidden_state.detach().double()
+    query = (
+        captured["query_input"].detach().double() @ double[prefix + "q_proj.weight"].T + double[prefix + "q_proj.bias"]
+    )
+    key = encoder_output @ double[prefix + "kv_proj.weight"][:d_model].T + double[prefix + "kv_proj.bias"][:d_model]
+    query = query.view(3, -1, heads, head_dim).transpose(1, 2)
+    key = key.view(3, -1, heads, head_dim).transpose(1, 2)
+    scores = (query @ key.transpose(-1, -2) / math.sqrt(head_dim)).masked_fill(mask[:, None, None, :] == 0, -math.inf)
+    attention = scores.softmax(-1).mean(1)  # a_t: (batch, target, source)
+    context = attention @ encoder_output  # c_t
+    state = decoder_state.detach().double()  # s_t
+    embeddings = double["model.shared.weight"][target] * math.sqrt(d_model)
+    embeddings = embeddings + sinusoidal_positions(0, target.shape[1], d_model, "cpu").double()  # x_t
+    gate = torch.cat([context, state, embeddings], -1) @ double["pointer_generator.gate.weight"].T
+    p_gen = torch.sigmoid(gate + double["pointer_generator.gate.bias"]).squeeze(-1)
+    probs = p_gen[..., None] * (state @ double["model.shared.weight"].T).softmax(-1)
+    for row in range(ids.shape[0]):
+        for position in range(ids.shape[1]):
+            if mask[row, position]:
+                probs[row, :, ids[row, position]] += (1 - p_gen[row]) * attention[row, :, position]
+
+    assert float(p_gen.min()) < 0.5 < float(p_gen.max())  # copying and generating both prevail somewhere
+    # Not uniform: each position's copy differs from one source token to another.
+    assert bool((attention.amax(-1) > 1.2 / mask.sum(-1)[:, None]).all())
+    log_probs = out.logits.detach().double()
+    # Each of the vocab_size terms of the sum is rounded (relative FLOAT32_EPS): the sum is 1 within vocab_size eps.
+    torch.testing.assert_close(
+        log_probs.exp().sum(-1), torch.ones(3, 5, dtype=torch.float64), rtol=0, atol=vocab * FLOAT32_EPS
+    )
+    torch.testing.assert_close(out.p_gen.double(), p_gen, rtol=0, atol=d_model * FLOAT32_EPS)
+    # log P's error is P's relative error: float32 roundings through width-d_model products (logits of order 10).
+    torch.testing.assert_close(log_probs, probs.log(), rtol=0, atol=10 * d_model * FLOAT32_EPS)
+
+
+def test_logits_to_keep_mixes_the_kept_positions_only():
+    model = tiny_model(pointer_generator=True, init_std=0.3)
+    ids, mask = batch()
+    target, _ = batch(seed=2, lengths=(5, 3, 5))
+    full = model(input_ids=ids, attention_mask=mask, decoder_input_ids=target)
+    last = model(input_ids=ids, attention_mask=mask, decoder_input_ids=target, logits_to_keep=1)
+    torch.testing.assert_close(last.logits, full.logits[:, -1:], rtol=0, atol=1e-5)
+    torch.testing.assert_close(last.p_gen, full.p_gen[:, -1:], rtol=0, atol=1e-6)
+
+
+def test_the_copy_needs_the_source_ids():
+    model = tiny_model(pointer_generator=True)
+    ids, mask = batch()
+    encoder_outputs = model.get_encoder()(input_ids=ids, attention_mask=mask)
+    with pytest.raises(ValueError, match="pass input_ids"):
+        model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=ids[:, :3])
+    with pytest.raises(ValueError, match="pass the source's input_ids"):
+        model(input_ids=ids[:, :4], encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=ids[:, :3])
+    # With the ids, precomputed encoder outputs give the same distribution as encoding here.
+    a = model(input_ids=ids, encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=ids[:, :3])
+    b = model(input_ids=ids, attention_mask=mask, decoder_input_ids=ids[:, :3])
+    assert torch.equal(a.logits, b.logits)
+
+
+def test_a_gate_that_never_copies_gives_the_plain_model(reversal_model):
+    """With p_gen forced to 1 (gate weights zero, bias +10^4), the pointer-generator built on the trained reversal
+    model's weights gives that model's log-softmax and decodes its tokens and beam scores."""
+    config = copy.deepcopy(reversal_model.config)
+    config.pointer_generator = True
+    model = VanillaTransformerForConditionalGeneration(config).eval()
+    missing, unexpected = model.load_state_dict(reversal_model.state_dict(), strict=False)
+    assert set(missing) == {"pointer_generator.gate.weight", "pointer_generator.gate.bias"} and not unexpected
+    with torch.no_grad():
+        model.pointer_generator.gate.weight.zero_()
+        model.pointer_generator.gate.bias.fill_(1e4)
+    ids, mask, answers = reversal_batch(seed=3, rows=6)
+    labels = reversal_labels(ids, answers)
+    out = model(input_ids=ids, attention_mask=mask, labels=labels)
+    plain = reversal_model(input_ids=ids, attention_mask=mask, labels=labels)
+    assert bool((out.p_gen == 1).all())
+    # The plain model's last layer runs SDPA, this one's eager: they agree to rounding, as in test_modeling.
+    torch.testing.assert_close(out.logits, plain.logits.log_softmax(-1), rtol=0, atol=1e-5)
+    torch.testing.assert_close(out.loss, plain.loss, rtol=1e-5, atol=0)
+    kwargs = dict(
+        attention_mask=mask, num_beams=4, max_new_tokens=12, output_scores=True, return_dict_in_generate=True
+    )
+    ours, theirs = model.generate(ids, **kwargs), reversal_model.generate(ids, **kwargs)
+    assert_varied(ours.sequences)
+    assert torch.equal(ours.sequences, theirs.sequences)
+    torch.testing.assert_close(ours.sequences_scores, theirs.sequences_scores, rtol=0, atol=1e-4)
+
+
+# --- decoding a trained pointer-generator ---------------------------------------------------------------------------
+
+
+def test_the_pointer_generator_learns_the_reversal_by_copying(pointer_reversal_model):
+    """The model the decoding tests below compare: it decodes unseen sources' reversals, and it does so by copying
+    (p_gen below one half on average over the answers' tokens), so that those tests go through the copy."""
+    ids, mask, answers = reversal_batch(seed=7, rows=64)
+    assert reversal_accuracy(pointer_reversal_model, ids, mask, answers, num_beams=1) >= 0.9
+    assert reversal_accuracy(pointer_reversal_model, ids, mask, answers, num_beams=4) >= 0.9
+    labels = reversal_labels(ids, answers)
+    p_gen = pointer_reversal_model(input_ids=ids, attention_mask=mask, labels=labels).p_gen
+    assert float(p_gen[labels != 0].mean()) < 0.5
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_cache_changes_nothing(pointer_reversal_model, num_beams):
+    """With the key/value cache (one position a step, the source ids carried to every step and expanded for the
+    beams), the tokens and every step's scores of recomputing the whole prefix at each step."""
+    ids, mask, _ = reversal_batch(seed=3, rows=6)
+    kwargs = dict(
+        attention_mask=mask,
+        num_beams=num_beams,
+        num_return_sequences=num_beams,
+        max_new_tokens=12,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    with_cache = pointer_reversal_model.generate(ids, use_cache=True, **kwargs)
+    without = pointer_reversal_model.generate(ids, use_cache=False, **kwargs)
+    assert_varied(with_cache.sequences[::num_beams])
+    assert torch.equal(with_cache.sequences, without.sequences)
+    for cached, recomputed in zip(with_cache.scores, without.scores, strict=True):
+        torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-4)
+    if num_beams > 1:
+        assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(pointer_reversal_model, num_beams):
+    ids, mask, _ = reversal_batch(seed=4, rows=6)
+    kwargs = dict(attention_mask=mask, num_beams=num_beams, max_new_tokens=12, output_scores=True)
+    dynamic = pointer_reversal_model.generate(ids, return_dict_in_generate=True, **kwargs)
+    static = pointer_reversal_model.generate(
+        ids, cache_implementation="static", return_dict_in_generate=True, **kwargs
+    )
+    assert_varied(dynamic.sequences)
+    assert torch.equal(static.sequences, dynamic.sequences)
+    for a, b in zip(static.scores, dynamic.scores, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
+
+
+def test_cached_decoding_scores_are_the_teacher_forced_distribution(pointer_reversal_model):
+    """Each greedy step's log P (from the cache, with the source ids generate() carries) is the teacher-forced one."""
+    ids, mask, _ = reversal_batch(seed=4, rows=5)
+    out = pointer_reversal_model.generate(
+        ids, attention_mask=mask, num_beams=1, max_new_tokens=12, output_logits=True, return_dict_in_generate=True
+    )
+    assert_varied(out.sequences)
+    logits = pointer_reversal_model(input_ids=ids, attention_mask=mask, decoder_input_ids=out.sequences[:, :-1]).logits
+    for step, step_logits in enumerate(out.logits):
+        torch.testing.assert_close(step_logits, logits[:, step], rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(pointer_reversal_model, num_beams):
+    """Source padding gets no copy probability: each sentence of a padded batch gets the tokens and scores it gets
+    alone."""
+    ids, mask, answers = reversal_batch(seed=5, rows=4, lengths=(3, 10))
+    assert mask.sum(-1).min() < mask.shape[1] - 3  # some rows are padded
+    kwargs = dict(num_beams=num_beams, max_new_tokens=12, output_scores=True, return_dict_in_generate=True)
+    together = pointer_reversal_model.generate(ids, attention_mask=mask, **kwargs)
+    assert_varied(together.sequences)
+    for row in range(ids.shape[0]):
+        length = int(mask[row].sum())
+        alone = pointer_reversal_model.generate(ids[row : row + 1, :length], **kwargs)
+        assert decoded(alone.sequences[0].tolist()) == decoded(together.sequences[row].tolist()) == answers[row], row
+        if num_beams > 1:
+            torch.testing.assert_close(alone.sequences_scores[0], together.sequences_scores[row], rtol=0, atol=1e-4)
+        else:
+            for step, scores in enumerate(alone.scores):
+                torch.testing.assert_close(scores[0], together.scores[step][row], rtol=0, atol=1e-4)
+
+
+# --- conversions ----------------------------------------------------------------------------------------------------
+
+
+def test_conversions_refuse_a_pointer_generator_in_one_line(tmp_path):
+    model = tiny_model(pointer_generator=True, vocab_size=32)
+    with pytest.raises(ConversionError) as error:
+        to_marian(model)
+    assert str(error.value) == "pointer_generator=True: MarianMTModel has no copy mechanism"
+    pytest.importorskip("ctranslate2", reason="CTranslate2 is not installed (pip install 'hf-vanilla[ct2]')")
+    from hf_vanilla.ct2 import export_ct2
+
+    with pytest.raises(ValueError) as error:
+        export_ct2(model, tmp_path / "ct2", tokenizer=reversal_tokenizer())
+    assert str(error.value) == "pointer_generator=True: CTranslate2 has no copy mechanism"
+    assert not (tmp_path / "ct2").exists()
