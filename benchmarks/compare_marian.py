@@ -48,7 +48,7 @@ SHARED_DATA = (
 )
 VOCAB = 32000
 PAD, BOS, EOS = 0, 1, 2
-PARTS = ("train", "memory", "decode", "bounds", "sampler")
+PARTS = ("train", "memory", "decode", "sampler")
 CHUNKED = "hf_vanilla chunked"  # the column of --loss-chunk-tokens
 
 
@@ -306,40 +306,6 @@ def generation_speed(
     return round(source.shape[0] * (out.shape[1] - 1) / seconds, 1), round(warmup, 2)
 
 
-def decoding_matmul_bound(
-    model: VanillaTransformerForConditionalGeneration,
-    sentences: int,
-    beams: int,
-    device,
-    dtype,
-    plain: bool,
-    repeats: int = 10,
-) -> float:
-    """Target tokens/s of a decoding step that did nothing but its weight matmuls (every decoder projection that
-    runs at each step, the cross-attention K/V excepted as they are computed once, and the output projection) on
-    sentences x beams rows: with `nn.Linear`'s GEMM (`plain`), which MarianMTModel and FSMT use, or as hf_vanilla's
-    `VanillaLinear` computes them. The first over MarianMTModel's measured speed is the best ratio a PyTorch
-    implementation of the same GEMMs could reach."""
-    decoder = model.model.decoder.named_modules()
-    linears = [m for name, m in decoder if isinstance(m, torch.nn.Linear) and "kv_proj" not in name]
-    linears.append(model.lm_head)
-    model.to(device)
-    inputs = {m.in_features: torch.randn(sentences * beams, m.in_features, device=device) for m in linears}
-    autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
-
-    def step() -> None:
-        for linear in linears:
-            if plain:
-                torch.nn.Linear.forward(linear, inputs[linear.in_features])
-            else:
-                linear(inputs[linear.in_features])
-
-    with torch.no_grad(), autocast:
-        seconds, _, _ = _seconds_per_call(step, device, repeats)
-    model.cpu()
-    return round(sentences / seconds, 1)
-
-
 def check_same_function(vanilla, marian, source, target) -> float:
     vanilla.eval(), marian.eval()
     decoder_input_ids = torch.cat([torch.full_like(target[:, :1], BOS), target[:, :-1]], dim=1)
@@ -521,17 +487,6 @@ def main(argv: list[str] | None = None) -> None:
                 results[name]["decode_compiled_graphs"] = graphs - graphs_before
                 results[name]["decode_graph_breaks"] = breaks - breaks_before
         write_json()
-    if "bounds" in parts:
-        results["matmul_bound"] = {
-            kind: {
-                f"generate_{label}_b{batch}_tok_s": decoding_matmul_bound(
-                    vanilla, batch, beams, device, dtype, kind == "nn.Linear"
-                )
-                for batch in (1, 16)
-                for beams, label in ((1, "greedy"), (4, "beam4"))
-            }
-            for kind in ("nn.Linear", "hf_vanilla")
-        }
     if "sampler" in parts:
         results["sampler"] = sampler_padding(4096)
     write_json()
@@ -545,16 +500,6 @@ def main(argv: list[str] | None = None) -> None:
         row = [results[n].get(key, float("nan")) for n in names]
         ratio = row[0] / row[1] if row[1] else float("nan")
         print(f"{key:32}" + "".join(f"{v:>20}" for v in row) + f"{ratio:>16.2f}")
-    if "matmul_bound" in results:
-        print(
-            "a decoding step that did nothing but its weight matmuls (tokens/s), with nn.Linear's GEMM and as "
-            "hf_vanilla computes them, each over MarianMTModel's measured speed:"
-        )
-        bounds = results["matmul_bound"]
-        for key in bounds["nn.Linear"]:
-            plain, ours = bounds["nn.Linear"][key], bounds["hf_vanilla"][key]
-            marian = results["MarianMTModel"].get(key, float("nan"))
-            print(f"{key:32}{plain:>16}{plain / marian:>8.2f}{ours:>16}{ours / marian:>8.2f}")
     difference = results["hf_vanilla"]["max_logit_difference_vs_marian"]
     print(f"max |logit difference| hf_vanilla vs MarianMTModel with the same weights: {difference:.2e}")
     if "sampler" in results:

@@ -271,7 +271,7 @@ def side_by_side(kind: str, figures: dict) -> list[str]:
         for index in sorted({0, *range(49, len(fp32), 50), len(fp32) - 1} & set(range(len(bf16)))):
             lines.append(f"  {index + 1:>8}{fp32[index]:>10.4f}{bf16[index]:>10.4f}")
         return lines + [f"  summary: {figures.get('summary')}", f"  seconds: {figures.get('seconds')}"]
-    models = [name for name, value in figures.items() if isinstance(value, dict) and name != "matmul_bound"]
+    models = [name for name, value in figures.items() if isinstance(value, dict)]
     keys = list(dict.fromkeys(key for name in models for key in figures[name]))
     peers = ("hf_vanilla", "MarianMTModel")
     ratio = all(name in figures for name in peers)

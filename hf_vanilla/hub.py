@@ -16,7 +16,6 @@ REQUIRED_FILES = (
     "model.safetensors",
     "modeling_vanilla.py",
     "configuration_vanilla.py",
-    "linear_vanilla.py",
     "tokenizer.json",
     "generation_config.json",
     "README.md",

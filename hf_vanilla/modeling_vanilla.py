@@ -37,7 +37,6 @@ from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
-from .linear_vanilla import VanillaFusedProjection, VanillaLinear
 
 
 def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_token_id: int) -> torch.Tensor:
@@ -133,11 +132,11 @@ class VanillaAttention(nn.Module):
         self.layer_idx = layer_idx
         self.returns_weights = returns_weights
         if is_cross_attention:
-            self.q_proj = VanillaLinear(config.d_model, config.d_model)
-            self.kv_proj = VanillaFusedProjection(config.d_model, 2)
+            self.q_proj = nn.Linear(config.d_model, config.d_model)
+            self.kv_proj = nn.Linear(config.d_model, 2 * config.d_model)  # W^K, W^V in one matmul
         else:
-            self.qkv_proj = VanillaFusedProjection(config.d_model, 3)
-        self.out_proj = VanillaLinear(config.d_model, config.d_model)
+            self.qkv_proj = nn.Linear(config.d_model, 3 * config.d_model)  # W^Q, W^K, W^V in one matmul
+        self.out_proj = nn.Linear(config.d_model, config.d_model)
 
     def _split_heads(self, states: torch.Tensor) -> torch.Tensor:
         return states.view(*states.shape[:-1], -1, self.head_dim).transpose(1, 2)
@@ -200,8 +199,8 @@ class VanillaFeedForward(nn.Module):
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__()
-        self.fc1 = VanillaLinear(config.d_model, config.d_ff)
-        self.fc2 = VanillaLinear(config.d_ff, config.d_model)
+        self.fc1 = nn.Linear(config.d_model, config.d_ff)
+        self.fc2 = nn.Linear(config.d_ff, config.d_model)
         self.activation = ACT2FN[config.activation_function]
         self.activation_dropout = config.activation_dropout
 
@@ -808,7 +807,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__(config)
         self.model = VanillaTransformerModel(config)
-        self.lm_head = VanillaLinear(config.d_model, config.vocab_size, bias=config.final_logits_bias)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.final_logits_bias)
         self.pointer_generator = VanillaPointerGenerator(config) if config.pointer_generator else None
         self._length_penalty_style = "power"
         self.post_init()

@@ -10,7 +10,6 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_vanilla
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
-from hf_vanilla.linear_vanilla import VanillaLinear
 from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
 
 from helpers import (
@@ -622,105 +621,13 @@ def test_decoding_steps_read_nothing_back_from_the_device(monkeypatch):
     assert counts[3] == counts[12] == 4, (counts, reads)
 
 
-# --- the CPU decoding path: sliced products, beam reordering ---------------------------------------------------------
-
-
-def count_calls(monkeypatch, *names: str) -> list[str]:
-    """Records each call of the named torch functions (the module looks them up at call time)."""
-    calls = []
-
-    def recorded(name: str):
-        original = getattr(torch, name)
-
-        def call(*args, **kwargs):
-            calls.append(name)
-            return original(*args, **kwargs)
-
-        return call
-
-    for name in names:
-        monkeypatch.setattr(torch, name, recorded(name))
-    return calls
-
-
-def random_linear(in_features: int, out_features: int, bias: bool) -> VanillaLinear:
-    torch.manual_seed(0)
-    layer = VanillaLinear(in_features, out_features, bias=bias)
-    torch.nn.init.normal_(layer.weight, std=0.05)
-    if bias:
-        torch.nn.init.normal_(layer.bias)
-    return layer
-
-
-@pytest.mark.parametrize("rows", [1, 5, 128])
-@pytest.mark.parametrize("out_features, bias", [(512, True), (1003, False), (1003, True)])
-def test_few_rows_on_the_cpu_are_sliced_products_of_the_same_linear_function(rows, out_features, bias, monkeypatch):
-    layer = random_linear(512, out_features, bias)
-    inputs = torch.randn(rows, 1, 512)
-    calls = count_calls(monkeypatch, "bmm", "baddbmm")
-    with torch.no_grad():
-        output = layer(inputs)
-    assert calls == ["baddbmm" if bias else "bmm"]
-    expected = inputs.double() @ layer.weight.double().T + (layer.bias.double() if bias else 0)
-    assert output.shape == (rows, 1, out_features) and output.is_contiguous()
-    assert_close_up_to_rounding(output.double(), expected, depth=1, width=512, dtype=torch.float32)
-
-
-def test_sliced_products_accept_a_non_contiguous_weight(monkeypatch):
-    layer = random_linear(512, 1024, bias=True)
-    layer.weight = torch.nn.Parameter(torch.randn(512, 1024).T * 0.05)  # a transposed view
-    inputs = torch.randn(3, 512)
-    calls = count_calls(monkeypatch, "baddbmm")
-    with torch.no_grad():
-        output = layer(inputs)
-    assert calls == ["baddbmm"] and not layer.weight.is_contiguous()
-    expected = torch.nn.functional.linear(inputs, layer.weight, layer.bias)
-    assert_close_up_to_rounding(output, expected, depth=1, width=512)
-
-
-class MarkedTensor(torch.Tensor):
-    """A tensor subclass standing for a quantized weight (torchao's are tensor subclasses)."""
-
-
-@pytest.mark.parametrize("case", ["gradient", "129 rows", "256 x 256 weight", "bfloat16", "autocast", "subclass"])
-def test_other_inputs_take_nn_linear_unchanged(case, monkeypatch):
-    size = 256 if case == "256 x 256 weight" else 512
-    layer = random_linear(size, size, bias=True)
-    inputs = torch.randn(129 if case == "129 rows" else 4, size)
-    if case == "bfloat16":
-        layer, inputs = layer.to(torch.bfloat16), inputs.to(torch.bfloat16)
-    if case == "subclass":
-        layer.weight = torch.nn.Parameter(layer.weight.detach().as_subclass(MarkedTensor))
-    calls = count_calls(monkeypatch, "bmm", "baddbmm")
-    with torch.set_grad_enabled(case == "gradient"), torch.autocast("cpu", torch.bfloat16, enabled=case == "autocast"):
-        output = layer(inputs)
-        expected = torch.nn.functional.linear(inputs, layer.weight, layer.bias)
-    assert calls == []
-    assert torch.equal(output, expected)  # the same call
+# --- beam reordering ------------------------------------------------------------------------------------------------
 
 
 def base_width_model() -> VanillaTransformerForConditionalGeneration:
-    """Two layers at Transformer-base width (its projections take the sliced path) with a vocabulary that 16 does
-    not divide. Projections drawn with std 0.1, not 0.02: at 0.02 the untrained model repeats its start token in
-    every beam, which would test nothing."""
+    """Two layers at Transformer-base width. Projections drawn with std 0.1, not 0.02: at 0.02 the untrained model
+    repeats its start token in every beam, which would test nothing."""
     return tiny_model(d_model=512, num_attention_heads=8, d_ff=2048, vocab_size=1003, init_std=0.1)
-
-
-@pytest.mark.parametrize("num_beams", [1, 4])
-def test_sliced_products_decode_the_tokens_of_nn_linear(num_beams, monkeypatch):
-    model = base_width_model()
-    ids, mask = batch()
-    kwargs = dict(
-        attention_mask=mask, num_beams=num_beams, max_new_tokens=16, output_scores=True, return_dict_in_generate=True
-    )
-    calls = count_calls(monkeypatch, "bmm", "baddbmm")
-    sliced = model.generate(ids, **kwargs)
-    assert len(calls) > 16 * 4 * 2  # every step's projections and the output projection
-    monkeypatch.setattr(VanillaLinear, "forward", torch.nn.Linear.forward)
-    plain = model.generate(ids, **kwargs)
-    assert torch.equal(sliced.sequences, plain.sequences)
-    for ours, theirs in zip(sliced.scores, plain.scores, strict=True):
-        assert_close_up_to_rounding(ours, theirs, **transformer_sums(model.config))
 
 
 def test_beam_search_gathers_the_self_attention_cache_only(monkeypatch):
