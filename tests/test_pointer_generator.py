@@ -332,6 +332,7 @@ def held_out_name_accuracy(pointer_generator: bool, steps: int = 300, rows: int 
     return float((out[:, 1:3] == labels).all(-1).float().mean())
 
 
+@pytest.mark.slow  # two models of an 8,192-token vocabulary trained for 300 updates: over a minute on 2 cores
 def test_the_copy_learns_rare_source_tokens_that_a_plain_model_does_not():
     """The answer is the source token after a marker, among 8,160 names each the target of at most two of the 14,400
     training examples: with the same updates and seed, the pointer-generator copies names it never wrote in training
