@@ -172,7 +172,7 @@ def _translate_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
             with gr.Row():
                 layer = gr.Dropdown(layers, value=0, label="Layer", elem_id=f"{prefix}-layer")
                 head = gr.Dropdown(heads, value=0, label="Head", elem_id=f"{prefix}-head")
-            heatmap = gr.Image(label="Cross-attention", type="pil", elem_id=f"{prefix}-heatmap")
+            heatmap = gr.Image(label="Cross-attention", type="pil", format="png", elem_id=f"{prefix}-heatmap")
     maps = gr.State(None)
     inputs = [source, num_beams, length_penalty, layer, head]
     outputs = [translation, heatmap, maps]
