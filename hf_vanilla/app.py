@@ -131,9 +131,9 @@ def translate(model: DemoModel, max_input_tokens: int):
 
 
 def parse(model: DemoModel, max_input_tokens: int):
-    """The Parse button's function: (words, beams, tree grammar) -> (bracketed tree, SVG drawing, grammar note)."""
+    """The Parse button's function: (words, beams, penalty, tree grammar) -> (bracketed tree, SVG drawing, note)."""
 
-    def run(text, num_beams, tree_grammar, progress=gr.Progress()):  # noqa: B008  (Gradio reads it)
+    def run(text, num_beams, length_penalty, tree_grammar, progress=gr.Progress()):  # noqa: B008  (Gradio reads it)
         progress(0.0, desc="loading the model")
         network, tokenizer = _loaded(model)
         sentence = checked_input(ptb_words(text or ""), tokenizer, max_input_tokens, "the words of a sentence")
@@ -192,14 +192,14 @@ def _parse_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
     with gr.Row():
         with gr.Column():
             words = gr.Textbox(label="Words (separated by spaces)", lines=2, elem_id=f"{prefix}-input")
-            num_beams, _ = _decoding_controls(model, prefix)
+            num_beams, length_penalty = _decoding_controls(model, prefix)
             grammar = gr.Checkbox(True, label="Tree grammar (only well-formed trees)", elem_id=f"{prefix}-grammar")
             button = gr.Button("Parse", variant="primary", elem_id=f"{prefix}-button")
         with gr.Column():
             tree = gr.Textbox(label="Tree", interactive=False, elem_id=f"{prefix}-output")
             note = gr.Markdown(elem_id=f"{prefix}-note")
     drawing = gr.HTML(elem_id=f"{prefix}-drawing")
-    inputs, outputs = [words, num_beams, grammar], [tree, drawing, note]
+    inputs, outputs = [words, num_beams, length_penalty, grammar], [tree, drawing, note]
     gr.on(
         [button.click, words.submit],
         parse(model, max_input_tokens),

@@ -150,10 +150,10 @@ def attention_png(maps: AttentionMaps, kind: str, layer: int | None = None, head
         raise ValueError(f"layer {layer}, head {head} out of range: the model has {layers} layers of {heads} heads")
     chosen = weights if layer is None else weights[layer - 1 : layer]
     chosen = chosen if head is None else chosen[:, head - 1 : head]
-    where = f"layer {layer}" if layer is not None else "mean of layers"
-    where += f", head {head}" if head is not None else ", mean of heads"
+    title = f"layer {layer}" if layer is not None else "mean of layers"
+    title += f", head {head}" if head is not None else ", of heads" if layer is None else ", mean of heads"
     buffer = io.BytesIO()
-    _figure([(chosen.mean((0, 1)), f"{kind.replace('_', ' ')}, {where}")], *maps.axes(kind), buffer)
+    _figure([(chosen.mean((0, 1)), title)], *maps.axes(kind), buffer)
     return buffer.getvalue()
 
 
