@@ -4,6 +4,7 @@ self-attention and cross-attention, per layer and head and averaged, with the to
 Decoder position i reads decoder token i (the start token first) and predicts token i + 1, so the decoder axis lists
 the start token and the target without its final token; without a target, the target is the model's own decoding."""
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,7 +89,9 @@ def _heatmap(axis, matrix: np.ndarray, rows: list[str], columns: list[str], titl
     axis.set_title(title, fontsize=9)
 
 
-def _figure(panels: list[tuple[np.ndarray, str]], rows: list[str], columns: list[str], path: Path) -> None:
+def _figure(
+    panels: list[tuple[np.ndarray, str]], rows: list[str], columns: list[str], path: Path | io.BytesIO
+) -> None:
     from matplotlib.figure import Figure
 
     count = len(panels)
@@ -101,7 +104,7 @@ def _figure(panels: list[tuple[np.ndarray, str]], rows: list[str], columns: list
         _heatmap(axis, matrix, rows, columns, title)
     for axis in list(grid.flat)[count:]:
         axis.set_axis_off()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, format="png")
 
 
 def plot_attention(maps: AttentionMaps, output_dir: str | Path) -> list[Path]:
@@ -135,4 +138,23 @@ def plot_attention(maps: AttentionMaps, output_dir: str | Path) -> list[Path]:
     return written
 
 
-__all__ = ["KINDS", "PLOTS_MISSING", "AttentionMaps", "attention_maps", "plot_attention"]
+def attention_png(maps: AttentionMaps, kind: str, layer: int | None = None, head: int | None = None) -> bytes:
+    """One heatmap of `kind` as PNG bytes: layer and head numbered from 1, None for the mean over all of them."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as error:
+        raise ImportError(PLOTS_MISSING) from error
+    weights = getattr(maps, kind)
+    layers, heads = weights.shape[:2]
+    if layer is not None and not 1 <= layer <= layers or head is not None and not 1 <= head <= heads:
+        raise ValueError(f"layer {layer}, head {head} out of range: the model has {layers} layers of {heads} heads")
+    chosen = weights if layer is None else weights[layer - 1 : layer]
+    chosen = chosen if head is None else chosen[:, head - 1 : head]
+    title = f"layer {layer}" if layer is not None else "mean of layers"
+    title += f", head {head}" if head is not None else ", of heads" if layer is None else ", mean of heads"
+    buffer = io.BytesIO()
+    _figure([(chosen.mean((0, 1)), title)], *maps.axes(kind), buffer)
+    return buffer.getvalue()
+
+
+__all__ = ["KINDS", "PLOTS_MISSING", "AttentionMaps", "attention_maps", "attention_png", "plot_attention"]

@@ -108,21 +108,12 @@ def _score_evalb(args: argparse.Namespace) -> None:
 
 def _load(model_name: str):
     """Model and tokenizer from a folder or a Hub id, on the GPU when there is one."""
-    import torch
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-    from transformers.utils import logging
-
-    from . import VanillaTransformerConfig  # noqa: F401  (registers the model with the Auto classes)
-
-    logging.disable_progress_bar()  # stderr stays for errors; a progress bar is shown only for decoding a file
+    from .decoding import ModelLoadError, load_for_decoding
 
     try:
-        model = AutoModelForSeq2SeqLM.from_pretrained(model_name)
-        tokenizer = AutoTokenizer.from_pretrained(model_name)
-    except (OSError, ValueError) as error:
-        raise _fail(f"cannot load model {model_name!r}: {str(error).splitlines()[0]}") from None
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    return model.to(device).eval(), tokenizer
+        return load_for_decoding(model_name)
+    except ModelLoadError as error:
+        raise _fail(str(error)) from None
 
 
 def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> list[str]:
@@ -132,11 +123,6 @@ def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> l
     long = [number for number, length in enumerate(lengths, 1) if length > limit]
     _warn_lines(args.input or "stdin", long, f"over --max-input-tokens {limit} tokens; skipped (empty output line)")
     return ["" if length > limit else text for text, length in zip(texts, lengths)]
-
-
-def _ptb_word(word: str) -> str:
-    """A word as the Penn Treebank writes it: brackets, which would break the output tree, as -LRB- and -RRB-."""
-    return word.replace("(", "-LRB-").replace(")", "-RRB-")
 
 
 def _decoding_flags(args: argparse.Namespace) -> dict:
@@ -157,43 +143,43 @@ def _translate(args: argparse.Namespace) -> None:
 
 
 def _parse(args: argparse.Namespace) -> None:
-    from .decoding import generate_texts
-    from .parsing.grammar import tree_grammar_for
-    from .parsing.linearization import tree_from_output
+    from .decoding import parse_texts, ptb_words
 
     lines = _read_lines(args.input)
     model, tokenizer = _load(args.model)
     if model.config.decoding != "parsing":
         raise _fail(f"{args.model} is a {model.config.decoding} model, not a parser; use `hf-vanilla translate`")
-    sentences = _skip_long_lines(args, [" ".join(_ptb_word(w) for w in line.split()) for line in lines], tokenizer)
-    leaves = model.config.tree_leaves
+    sentences = _skip_long_lines(args, [ptb_words(line) for line in lines], tokenizer)
     try:
-        grammar = tree_grammar_for(tokenizer, leaves) if args.tree_grammar else None
-    except ValueError as error:
+        trees = parse_texts(
+            model,
+            tokenizer,
+            sentences,
+            args.tree_grammar,
+            args.batch_tokens,
+            progress=bool(args.input),
+            **_decoding_flags(args),
+        )
+    except ValueError as error:  # the tree grammar's: a tokenizer that cannot write brackets as single tokens
         raise _fail(f"{args.model}: {error} Decode with --no-tree-grammar.") from None
-    outputs = generate_texts(
-        model,
-        tokenizer,
-        sentences,
-        args.batch_tokens,
-        progress=bool(args.input),
-        processors_for_batch=grammar,
-        **_decoding_flags(args),
-    )
-    trees = [tree_from_output(output, s.split(), leaves) if s else "" for s, output in zip(sentences, outputs)]
     _write_lines(trees)
 
 
 def _push(args: argparse.Namespace) -> None:
     from .cards import CardError
-    from .hub import PublishError, build_hub_folder, push_model_folder
+    from .hub import PublishError, build_hub_folder, build_space_folder, push_model_folder, push_space_folder
 
     try:
         folder = build_hub_folder(Path(args.folder), Path(args.build_dir or Path(args.folder) / "hub"), args.repo_id)
+        space = args.space and build_space_folder(
+            Path(args.space_dir or Path(args.folder) / "space"), [args.repo_id, *args.space_model], args.space
+        )
         if args.dry_run:
-            print(f"built {folder}; not uploaded (--dry-run)")
+            print(f"built {folder}{f' and {space}' if space else ''}; not uploaded (--dry-run)")
             return
         print(f"published {args.repo_id}: {push_model_folder(folder, args.repo_id, private=args.private)}")
+        if space:
+            print(f"published Space {args.space}: {push_space_folder(space, args.space, private=args.private)}")
     except (CardError, PublishError) as error:
         raise _fail(str(error)) from None
 
@@ -256,6 +242,19 @@ def _attention(args: argparse.Namespace) -> None:
     maps = attention_maps(model, tokenizer, args.source, args.target)
     written = plot_attention(maps, args.output)
     print(f"{len(written)} plots and attention.npz written to {args.output}")
+
+
+def _app(args: argparse.Namespace) -> None:
+    from .decoding import ModelLoadError
+
+    try:
+        from .app import MAX_INPUT_TOKENS, launch
+    except ImportError as error:
+        raise _fail(str(error)) from None
+    try:
+        launch(args.models, host=args.host, port=args.port, max_input_tokens=args.max_input_tokens or MAX_INPUT_TOKENS)
+    except (ModelLoadError, ValueError) as error:
+        raise _fail(str(error)) from None
 
 
 def _quiet_loading() -> None:
@@ -324,6 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--private", action="store_true")
     push.add_argument("--build-dir", help="Where to build the uploaded folder (default: FOLDER/hub).")
     push.add_argument("--dry-run", action="store_true", help="Build and check the folder, do not upload.")
+    push.add_argument("--space", metavar="SPACE_ID", help="Also build and upload a Gradio Space demo of REPO_ID.")
+    push.add_argument(
+        "--space-model", action="append", default=[], help="Another Hub model the Space shows (repeatable)."
+    )
+    push.add_argument("--space-dir", help="Where to build the Space folder (default: FOLDER/space).")
     push.set_defaults(run=_push)
     importer = commands.add_parser(
         "import-marian", help="Convert a MarianMTModel (e.g. an OPUS-MT model) into an hf_vanilla model folder."
@@ -354,6 +358,14 @@ def build_parser() -> argparse.ArgumentParser:
     attention.add_argument("--target", help="The target sentence (default: the model's own translation).")
     attention.add_argument("--output", required=True, help="Folder for the PNGs and attention.npz.")
     attention.set_defaults(run=_attention)
+    app = commands.add_parser("app", help="A Gradio demo of models on this machine: a tab for each model's task.")
+    app.add_argument("models", nargs="+", metavar="MODEL", help="Model folders or Hub ids.")
+    app.add_argument("--host", default="127.0.0.1", help="Address to serve on (0.0.0.0: every interface).")
+    app.add_argument("--port", type=int, default=7860)
+    app.add_argument(
+        "--max-input-tokens", type=int, help="Longer inputs are refused with a message in the page (default: 200)."
+    )
+    app.set_defaults(run=_app)
     return parser
 
 

@@ -1,10 +1,34 @@
-"""Batched generation over many sentences, ordered by length, with a progress bar."""
+"""Loading a model for decoding, and batched generation over many sentences (translations, or trees over the input
+words), ordered by length, with a progress bar."""
 
 from collections.abc import Callable
 
 import torch
 from tqdm.auto import tqdm
 from transformers import LogitsProcessorList
+
+
+class ModelLoadError(RuntimeError):
+    """A model or its tokenizer could not be loaded (no such folder or Hub id, missing or broken files)."""
+
+
+def load_for_decoding(model_name: str):
+    """(model, tokenizer) from a folder or a Hub id, in eval mode, on the GPU when there is one. Raises
+    `ModelLoadError` with a one-line message naming the model."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers.utils import logging
+
+    from . import VanillaTransformerConfig  # noqa: F401  (registers the model with the Auto classes)
+
+    logging.disable_progress_bar()  # stderr stays for errors; a progress bar is shown only for decoding a file
+
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(model_name)
+        tokenizer = AutoTokenizer.from_pretrained(model_name)
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"cannot load model {model_name!r}: {str(error).splitlines()[0]}") from None
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return model.to(device).eval(), tokenizer
 
 
 def generate_texts(
@@ -52,3 +76,33 @@ def generate_texts(
                 outputs[index] = text.strip()
             bar.update(len(batch))
     return outputs
+
+
+def ptb_words(text: str) -> str:
+    """Whitespace-separated words as the Penn Treebank writes them, one space apart: brackets, which would break the
+    output tree, as -LRB- and -RRB-."""
+    return " ".join(word.replace("(", "-LRB-").replace(")", "-RRB-") for word in text.split())
+
+
+def parse_texts(
+    model,
+    tokenizer,
+    sentences: list[str],
+    tree_grammar: bool = True,
+    max_tokens: int = 4000,
+    progress: bool = True,
+    **generate_kwargs,
+) -> list[str]:
+    """One well-formed tree over the words of each of `sentences` (space-separated PTB words, see `ptb_words`); an
+    empty sentence gives "". With `tree_grammar`, beams may only write trees over the input words
+    (`hf_vanilla.parsing.grammar`; a tokenizer without one-token brackets is a ValueError before any decoding);
+    without it, the model decodes freely, as the paper did, and the output is repaired (`tree_from_output`)."""
+    from .parsing.grammar import tree_grammar_for
+    from .parsing.linearization import tree_from_output
+
+    leaves = model.config.tree_leaves
+    grammar = tree_grammar_for(tokenizer, leaves) if tree_grammar else None
+    outputs = generate_texts(
+        model, tokenizer, sentences, max_tokens, progress=progress, processors_for_batch=grammar, **generate_kwargs
+    )
+    return [tree_from_output(output, s.split(), leaves) if s.strip() else "" for s, output in zip(sentences, outputs)]

@@ -1,0 +1,259 @@
+"""A Gradio demo of trained hf_vanilla models, a tab for each model's task, run on this machine with
+`hf-vanilla app MODEL...` or as a Hugging Face Space (`hf-vanilla push ... --space SPACE_ID`):
+
+- Translate: a translation with the beam size and length penalty chosen, and the cross-attention heatmap of the
+  result (source tokens across, target tokens down), for any layer and head or their mean.
+- Parse: the tree over the input words, bracketed and drawn (SVG drawn here), under the tree grammar or not.
+
+A model's task is its `config.decoding` (the row of the paper's decodings it was trained for); `TASKS` maps each task
+to its tab. Models are read (config only) when the app is built and loaded on their first request. Requests are
+queued; a bad one (empty or over-long input, a model that cannot load) shows one message and the app keeps serving.
+Needs the `app` extra: pip install 'hf-vanilla[app]'."""
+
+import io
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+# Before Gradio is imported: no usage statistics or update checks are sent (the app also runs offline).
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+APP_MISSING = "the demo app needs Gradio: pip install 'hf-vanilla[app]'"
+
+try:
+    import gradio as gr
+except ImportError as error:
+    raise ImportError(APP_MISSING) from error
+
+from .attention_plots import attention_maps, attention_png  # noqa: E402
+from .cli import one_line  # noqa: E402
+from .decoding import ModelLoadError, generate_texts, load_for_decoding, parse_texts, ptb_words  # noqa: E402
+from .parsing.drawing import tree_svg  # noqa: E402
+
+# The longest input a request may have, in the model's tokens: decoding time grows with it, and a public Space
+# should not be held by one request.
+MAX_INPUT_TOKENS = 200
+# No fonts fetched from the internet: the page looks the same offline.
+THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
+
+
+@dataclass
+class DemoModel:
+    """A model of the demo: its name (a folder or a Hub id) and config, read when the app is built; the weights and
+    tokenizer are loaded on the first request that needs them (once, whichever request comes first)."""
+
+    name: str
+    config: object
+    decoding: dict  # the model's own beam size and length penalty (its generation config)
+    _loaded: tuple | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def read(cls, name: str) -> "DemoModel":
+        """The model's config; `ModelLoadError` when there is none to read."""
+        from transformers import AutoConfig, GenerationConfig
+
+        from . import VanillaTransformerConfig  # noqa: F401  (registers the model with the Auto classes)
+
+        try:
+            config = AutoConfig.from_pretrained(name)
+        except (OSError, ValueError) as error:
+            raise ModelLoadError(f"cannot load model {name!r}: {str(error).splitlines()[0]}") from None
+        try:
+            generation = GenerationConfig.from_pretrained(name)
+        except OSError:  # no generation_config.json: transformers' defaults, as generate() would use
+            generation = GenerationConfig()
+        return cls(name, config, {"num_beams": generation.num_beams, "length_penalty": generation.length_penalty})
+
+    @property
+    def task(self) -> str:
+        return getattr(self.config, "decoding", "translation")  # a MarianMTModel translates
+
+    def load(self) -> tuple:
+        """(model, tokenizer), loaded on the first call; `ModelLoadError` (and a new try next time) when it fails."""
+        from . import VanillaPreTrainedModel
+
+        with self._lock:
+            if self._loaded is None:
+                model, tokenizer = load_for_decoding(self.name)
+                if not isinstance(model, VanillaPreTrainedModel):  # e.g. Marian: SDPA attention returns no weights
+                    model.set_attn_implementation("eager")
+                self._loaded = model, tokenizer
+            return self._loaded
+
+
+def checked_input(text: str | None, tokenizer, max_input_tokens: int, what: str) -> str:
+    """`text` as one line, or a `gr.Error` saying why it cannot be decoded (empty, or over `max_input_tokens`)."""
+    text = one_line(text or "").strip()
+    if not text:
+        raise gr.Error(f"The input is empty: type {what} first.", print_exception=False)
+    length = len(tokenizer(text)["input_ids"])
+    if length > max_input_tokens:
+        raise gr.Error(
+            f"The input is {length} tokens long; this demo takes at most {max_input_tokens}. Shorten it.",
+            print_exception=False,
+        )
+    return text
+
+
+def _loaded(model: DemoModel) -> tuple:
+    try:
+        return model.load()
+    except ModelLoadError as error:
+        raise gr.Error(f"The model could not be loaded: {error}", print_exception=False) from None
+
+
+def _png(maps, layer: int, head: int):
+    """The cross-attention heatmap of `maps` (layer and head from 1; 0 for the mean) as an image, None without maps."""
+    from PIL import Image
+
+    if maps is None:
+        return None
+    return Image.open(io.BytesIO(attention_png(maps, "cross_attention", layer or None, head or None)))
+
+
+def translate(model: DemoModel, max_input_tokens: int):
+    """The Translate button's function: (text, beams, penalty, layer, head) -> (translation, heatmap, maps)."""
+
+    def run(text, num_beams, length_penalty, layer, head, progress=gr.Progress()):  # noqa: B008  (Gradio reads it)
+        progress(0.0, desc="loading the model")
+        network, tokenizer = _loaded(model)
+        source = checked_input(text, tokenizer, max_input_tokens, "a sentence to translate")
+        progress(0.2, desc="translating")
+        flags = {"num_beams": int(num_beams), "length_penalty": float(length_penalty)}
+        (translation,) = generate_texts(network, tokenizer, [source], progress=False, **flags)
+        progress(0.8, desc="reading the attention")
+        maps = attention_maps(network, tokenizer, source, translation)
+        return translation, _png(maps, layer, head), maps
+
+    return run
+
+
+def parse(model: DemoModel, max_input_tokens: int):
+    """The Parse button's function: (words, beams, penalty, tree grammar) -> (bracketed tree, SVG drawing, note)."""
+
+    def run(text, num_beams, length_penalty, tree_grammar, progress=gr.Progress()):  # noqa: B008  (Gradio reads it)
+        progress(0.0, desc="loading the model")
+        network, tokenizer = _loaded(model)
+        sentence = checked_input(ptb_words(text or ""), tokenizer, max_input_tokens, "the words of a sentence")
+        progress(0.2, desc="parsing")
+        try:
+            (tree,) = parse_texts(
+                network, tokenizer, [sentence], tree_grammar, progress=False, num_beams=int(num_beams)
+            )
+        except ValueError as error:  # a tokenizer that cannot write brackets as single tokens
+            raise gr.Error(f"{error} Untick the tree grammar to decode freely.", print_exception=False) from None
+        how = "on: only well-formed trees over the input words were decoded" if tree_grammar else "off: decoded "
+        how += "" if tree_grammar else "freely, as the paper did, and repaired into a tree over the input words"
+        return tree, tree_svg(tree), f"Grammar-constrained decoding was **{how}**."
+
+    return run
+
+
+def _decoding_controls(model: DemoModel, prefix: str) -> tuple:
+    """Beam size and length penalty sliders starting at the model's own decoding (its generation config)."""
+    beams, penalty = model.decoding["num_beams"], model.decoding["length_penalty"]
+    num_beams = gr.Slider(1, max(32, beams), value=beams, step=1, label="Beam size", elem_id=f"{prefix}-beams")
+    length_penalty = gr.Slider(0.0, 2.0, value=penalty, step=0.1, label="Length penalty", elem_id=f"{prefix}-penalty")
+    return num_beams, length_penalty
+
+
+def _translate_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
+    layers = [("mean of layers", 0)] + [(f"layer {i}", i) for i in range(1, model.config.decoder_layers + 1)]
+    heads = [("mean of heads", 0)] + [(f"head {i}", i) for i in range(1, model.config.num_attention_heads + 1)]
+    with gr.Row():
+        with gr.Column():
+            source = gr.Textbox(label="Source sentence", lines=3, elem_id=f"{prefix}-input")
+            num_beams, length_penalty = _decoding_controls(model, prefix)
+            button = gr.Button("Translate", variant="primary", elem_id=f"{prefix}-button")
+        with gr.Column():
+            translation = gr.Textbox(label="Translation", interactive=False, elem_id=f"{prefix}-output")
+            with gr.Row():
+                layer = gr.Dropdown(layers, value=0, label="Layer", elem_id=f"{prefix}-layer")
+                head = gr.Dropdown(heads, value=0, label="Head", elem_id=f"{prefix}-head")
+            heatmap = gr.Image(label="Cross-attention", type="pil", format="png", elem_id=f"{prefix}-heatmap")
+    maps = gr.State(None)
+    inputs = [source, num_beams, length_penalty, layer, head]
+    outputs = [translation, heatmap, maps]
+    gr.on(
+        [button.click, source.submit],
+        translate(model, max_input_tokens),
+        inputs,
+        outputs,
+        api_name=prefix.replace("-", "_"),
+        concurrency_id=prefix,
+    )
+    for chooser in (layer, head):
+        chooser.change(_png, [maps, layer, head], heatmap, queue=False, api_visibility="private")
+
+
+def _parse_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
+    with gr.Row():
+        with gr.Column():
+            words = gr.Textbox(label="Words (separated by spaces)", lines=2, elem_id=f"{prefix}-input")
+            num_beams, length_penalty = _decoding_controls(model, prefix)
+            grammar = gr.Checkbox(True, label="Tree grammar (only well-formed trees)", elem_id=f"{prefix}-grammar")
+            button = gr.Button("Parse", variant="primary", elem_id=f"{prefix}-button")
+        with gr.Column():
+            tree = gr.Textbox(label="Tree", interactive=False, elem_id=f"{prefix}-output")
+            note = gr.Markdown(elem_id=f"{prefix}-note")
+    drawing = gr.HTML(elem_id=f"{prefix}-drawing")
+    inputs, outputs = [words, num_beams, length_penalty, grammar], [tree, drawing, note]
+    gr.on(
+        [button.click, words.submit],
+        parse(model, max_input_tokens),
+        inputs,
+        outputs,
+        api_name=prefix.replace("-", "_"),
+        concurrency_id=prefix,
+    )
+
+
+# A model's task (`config.decoding`) -> its tab's title and builder. A new task's tab is one entry here.
+TASKS: dict[str, tuple[str, Callable[[DemoModel, str, int], None]]] = {
+    "translation": ("Translate", _translate_tab),
+    "parsing": ("Parse", _parse_tab),
+}
+
+
+def build_app(models: list[str], max_input_tokens: int = MAX_INPUT_TOKENS) -> "gr.Blocks":
+    """The demo of `models` (folders or Hub ids): a tab for each, titled by its task, with the model's name when
+    several share a task. Element ids are `{task}-{n}-input`, `-button`, `-output`, ... (n counts models of a task
+    from 0). Raises `ModelLoadError` for a model whose config cannot be read, ValueError for a task without a tab."""
+    if not models:
+        raise ValueError("give at least one model")
+    demo_models = [DemoModel.read(name) for name in models]
+    for model in demo_models:
+        if model.task not in TASKS:
+            raise ValueError(f"{model.name} is a {model.task} model; the app has tabs for {', '.join(TASKS)} models")
+    with gr.Blocks(title="hf_vanilla: Attention Is All You Need") as demo:
+        gr.Markdown(
+            "# hf_vanilla\nThe Transformer of *Attention Is All You Need* (Vaswani et al., 2017): "
+            + ", ".join(f"`{model.name}`" for model in demo_models)
+        )
+        counts: dict[str, int] = {}
+        with gr.Tabs():
+            for model in demo_models:
+                title, build = TASKS[model.task]
+                number = counts[model.task] = counts.get(model.task, -1) + 1
+                shared = sum(other.task == model.task for other in demo_models) > 1
+                with gr.Tab(f"{title}: {model.name}" if shared else title, elem_id=f"{model.task}-{number}-tab"):
+                    gr.Markdown(f"Model: `{model.name}`")
+                    build(model, f"{model.task}-{number}", max_input_tokens)
+    demo.queue(default_concurrency_limit=1)  # one decoding at a time per tab; the others wait their turn
+    return demo
+
+
+def launch(
+    models: list[str],
+    host: str | None = None,
+    port: int | None = None,
+    max_input_tokens: int = MAX_INPUT_TOKENS,
+    **launch_kwargs,
+):
+    """Builds the demo of `models` and serves it (blocking unless `prevent_thread_lock=True`) on `host`:`port`
+    (Gradio's defaults, 127.0.0.1:7860, or a Space's, when None)."""
+    demo = build_app(models, max_input_tokens)
+    demo.launch(server_name=host, server_port=port, theme=THEME, show_error=True, ssr_mode=False, **launch_kwargs)
+    return demo

@@ -1,0 +1,348 @@
+"""The Gradio demo (`hf_vanilla.app`): its tabs, answers equal to `generate()`'s, one-message errors after which the
+app keeps serving, two users at once, the tree drawing, the Space folder; and (slow) the page itself in headless
+Chromium, which types, clicks and reads the answers as a user would, saving a screenshot of each tab.
+
+The browser tests need Debian's `chromium` and `pip install playwright` (never `playwright install`: the browser is
+the system's), as `.ci/run` installs them; without them they skip, naming what is missing."""
+
+import importlib.metadata
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import numpy as np
+import pytest
+from huggingface_hub import SpaceCard
+
+from hf_vanilla.cli import main as cli_main
+from hf_vanilla.decoding import generate_texts, load_for_decoding, parse_texts
+from hf_vanilla.hub import space_requirements
+from hf_vanilla.parsing import parse_tree
+from hf_vanilla.parsing.drawing import tree_svg
+
+from helpers import reversal_tokenizer
+
+gr = pytest.importorskip("gradio", reason="the demo app needs gradio: pip install 'hf-vanilla[app]'")
+app = pytest.importorskip("hf_vanilla.app")
+
+CHROMIUM = Path(os.environ.get("HF_VANILLA_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(os.environ.get("HF_VANILLA_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
+# Sentences of the reversal model's language (letters a-x), and their reversals, the task it was trained on.
+SENTENCES = {"a b c d e f": "f e d c b a", "q r s t": "t s r q"}
+WORDS = "The cat sat on the mat ( really ) ."
+
+
+# --- the tree drawing -----------------------------------------------------------------------------------------------
+
+
+def _svg_texts(svg: str, kind: str) -> list[ElementTree.Element]:
+    root = ElementTree.fromstring(svg)
+    return [e for e in root.iter("{http://www.w3.org/2000/svg}text") if e.get("class") == kind]
+
+
+def test_tree_svg_draws_each_word_in_order_under_its_constituents():
+    tree = "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN <mat>)))) (. .))"
+    svg = tree_svg(tree)
+    words, labels = _svg_texts(svg, "word"), _svg_texts(svg, "label")
+    assert [w.text for w in words] == parse_tree(tree).words()  # "<mat>" escaped and read back
+    assert [w.text for w in labels] == [node.label for event, node in parse_tree(tree).walk() if event != "close"]
+    assert len({w.get("y") for w in words}) == 1  # one row of words
+    x = [float(w.get("x")) for w in words]
+    assert x == sorted(x) and len(set(x)) == len(x)
+    by_label = {label.text: label for label in labels}
+    assert float(by_label["S"].get("y")) < float(by_label["VP"].get("y")) < float(by_label["PP"].get("y"))
+    assert x[2] < float(by_label["VP"].get("x")) < x[6]  # VP centred over sat ... mat
+    branches = ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}line")
+    assert len(list(branches)) == len(labels) - 1 + len(words)  # one to each node but the root, one to each word
+
+
+def test_tree_svg_draws_a_deep_tree_without_recursion():
+    depth = 3000
+    svg = tree_svg("(A " * depth + "(X w)" + ")" * depth)
+    assert [w.text for w in _svg_texts(svg, "word")] == ["w"] and len(_svg_texts(svg, "label")) == depth + 1
+
+
+# --- the app's functions, without a browser ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def parser_folder(parse_run) -> Path:
+    return parse_run[0] / "final"
+
+
+def test_tabs_follow_each_models_task(reversal_folder, parser_folder, tmp_path):
+    demo = app.build_app([str(reversal_folder), str(parser_folder), str(reversal_folder)])
+    tabs = [block for block in demo.blocks.values() if isinstance(block, gr.Tab)]
+    assert [tab.label for tab in tabs] == [f"Translate: {reversal_folder}", "Parse", f"Translate: {reversal_folder}"]
+    assert [tab.elem_id for tab in tabs] == ["translation-0-tab", "parsing-0-tab", "translation-1-tab"]
+    with pytest.raises(app.ModelLoadError, match="cannot load model"):
+        app.build_app([str(tmp_path / "nowhere")])
+    with pytest.raises(SystemExit, match="hf-vanilla: cannot load model"):
+        cli_main(["app", str(tmp_path / "nowhere")])
+
+
+def test_translate_answers_as_generate_does_with_the_chosen_settings(reversal_folder, reversal_model, monkeypatch):
+    model = app.DemoModel.read(str(reversal_folder))
+    assert model.decoding == {"num_beams": 4, "length_penalty": 0.6}  # the sliders start at the model's decoding
+    passed = []
+
+    def recording(*args, **kwargs):
+        passed.append({k: kwargs[k] for k in ("num_beams", "length_penalty")})
+        return generate_texts(*args, **kwargs)
+
+    monkeypatch.setattr(app, "generate_texts", recording)
+    run = app.translate(model, app.MAX_INPUT_TOKENS)
+    for source in SENTENCES:
+        translation, image, maps = run(source, 3, 1.5, 0, 0, progress=lambda *a, **k: None)
+        settings = {"num_beams": 3, "length_penalty": 1.5}
+        expected = generate_texts(reversal_model, reversal_tokenizer(), [source], progress=False, **settings)
+        assert [translation] == expected == [SENTENCES[source]]
+        assert maps.source_tokens == source.split() + ["</s>"]
+        assert maps.decoder_tokens == ["<s>"] + translation.split()
+        pixels = np.asarray(image.convert("L"), dtype=float)
+        assert pixels.std() > 10  # a heatmap, not a blank picture
+    assert passed == [{"num_beams": 3, "length_penalty": 1.5}] * len(SENTENCES)
+    # Another layer and head: another picture, from the same maps, without decoding again.
+    assert np.asarray(app._png(maps, 2, 3)).tolist() != np.asarray(image).tolist()
+    with pytest.raises(ValueError, match="out of range"):
+        app._png(maps, 3, 1)
+
+
+def test_bad_requests_are_one_message_and_the_next_request_works(reversal_folder, tmp_path):
+    (tmp_path / "weightless").mkdir()
+    shutil.copy(reversal_folder / "config.json", tmp_path / "weightless" / "config.json")
+    run = app.translate(app.DemoModel.read(str(reversal_folder)), max_input_tokens=8)
+    quiet = {"progress": lambda *a, **k: None}
+    for text, message in [
+        ("", "The input is empty: type a sentence to translate first."),
+        (" \n\t ", "The input is empty"),
+        ("a b c d e f g h i", "The input is 10 tokens long; this demo takes at most 8. Shorten it."),
+    ]:
+        with pytest.raises(gr.Error) as raised:
+            run(text, 1, 0.6, 0, 0, **quiet)
+        assert raised.value.message.startswith(message) and "\n" not in raised.value.message
+        assert run("a b c", 1, 0.6, 0, 0, **quiet)[0] == "c b a"  # still serving
+    broken = app.translate(app.DemoModel.read(str(tmp_path / "weightless")), 8)
+    for _ in range(2):  # a failed load is tried again on the next request, and fails the same way
+        with pytest.raises(gr.Error) as raised:
+            broken("a b", 1, 0.6, 0, 0, **quiet)
+        assert raised.value.message.startswith(
+            f"The model could not be loaded: cannot load model '{tmp_path}/weightless'"
+        )
+
+
+def test_parse_gives_the_tree_the_parse_command_gives_and_draws_it(parser_folder):
+    model = app.DemoModel.read(str(parser_folder))
+    saved = json.loads((parser_folder / "generation_config.json").read_text())
+    assert model.decoding == {"num_beams": saved["num_beams"], "length_penalty": saved["length_penalty"]}
+    network, tokenizer = load_for_decoding(str(parser_folder))
+    run = app.parse(model, app.MAX_INPUT_TOKENS)
+    for grammar, beams in ((True, 2), (False, 1)):  # free decoding runs to its length limit: greedy is enough
+        tree, svg, note = run(WORDS, beams, 0.4, grammar, progress=lambda *a, **k: None)
+        assert [tree] == parse_texts(
+            network,
+            tokenizer,
+            [WORDS.replace("(", "-LRB-").replace(")", "-RRB-")],
+            grammar,
+            progress=False,
+            num_beams=beams,
+            length_penalty=0.4,
+        )
+        assert parse_tree(tree).words() == "The cat sat on the mat -LRB- really -RRB- .".split()
+        assert [w.text for w in _svg_texts(svg, "word")] == parse_tree(tree).words()
+        assert ("was **on:" if grammar else "was **off:") in note
+    with pytest.raises(gr.Error, match="The input is empty: type the words of a sentence first."):
+        run("   ", 2, 1.0, True, progress=lambda *a, **k: None)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_two_users_at_once_each_get_their_own_answer(reversal_folder):
+    from gradio_client import Client
+
+    port = _free_port()
+    demo = app.launch([str(reversal_folder)], "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        users = [Client(url, verbose=False) for _ in SENTENCES]
+        jobs = [user.submit(source, 4, 0.6, 0, 0, api_name="/translation_0") for user, source in zip(users, SENTENCES)]
+        assert [job.result(timeout=120)[0] for job in jobs] == list(SENTENCES.values())
+    finally:
+        demo.close()
+
+
+# --- the Space ------------------------------------------------------------------------------------------------------
+
+
+def test_space_folder_runs_the_app_on_the_pinned_versions(parse_run, tmp_path, capsys):
+    run_dir, _ = parse_run
+    cli_main(
+        ["push", str(run_dir), "someone/parser", "--space", "someone/demo", "--space-model", "someone/translator"]
+        + ["--build-dir", str(tmp_path / "hub"), "--space-dir", str(tmp_path / "space"), "--dry-run"]
+    )
+    assert capsys.readouterr().out == f"built {tmp_path / 'hub'} and {tmp_path / 'space'}; not uploaded (--dry-run)\n"
+    space = tmp_path / "space"
+    assert "launch(['someone/parser', 'someone/translator'])" in (space / "app.py").read_text()
+    card = SpaceCard.load(space / "README.md").data
+    assert (card.sdk, card.app_file, card.models) == ("gradio", "app.py", ["someone/parser", "someone/translator"])
+    assert card.sdk_version == gr.__version__
+    pins = dict(line.split("==") for line in (space / "requirements.txt").read_text().splitlines())
+    assert pins == {name: version for name, version in (pin.split("==") for pin in space_requirements())}
+    for name in ("torch", "transformers", "gradio", "matplotlib", "huggingface_hub"):
+        assert pins[name] == importlib.metadata.version(name).split("+")[0]
+    # The Space runs `python app.py` in its folder: hf_vanilla is imported from the copy beside it.
+    found = subprocess.run(
+        [sys.executable, "-c", "import hf_vanilla.app, hf_vanilla.hub; print(hf_vanilla.__file__)"],
+        cwd=space,
+        env={**os.environ, "PYTHONPATH": ""},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert found.returncode == 0, found.stderr
+    assert Path(found.stdout.strip()) == space / "hf_vanilla" / "__init__.py"
+
+
+# --- in a real browser ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (Debian's, driven by Playwright) with a fresh profile, or a skip naming what is missing."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the browser tests need playwright: pip install playwright"
+    )
+    if not CHROMIUM.is_file():
+        pytest.skip(f"the browser tests need Chromium at {CHROMIUM}: apt-get install chromium")
+    profile = ARTIFACTS / "chromium-profile"
+    shutil.rmtree(profile, ignore_errors=True)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
+    flags += ["--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            profile, executable_path=str(CHROMIUM), args=flags, viewport={"width": 1280, "height": 1000}
+        )
+        yield context
+        context.close()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def served(reversal_folder, parser_folder):
+    """`hf-vanilla app` serving the reversal model and the parser on 127.0.0.1, as a user starts it: its URL."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hf_vanilla.cli", "app", str(reversal_folder), str(parser_folder), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(server.stdout), daemon=True).start()
+    url, started = f"http://127.0.0.1:{port}/", time.monotonic()
+    while not _answers(url):
+        if server.poll() is not None or time.monotonic() - started > 600:
+            server.kill()
+            pytest.fail(f"the app did not start: {''.join(lines)}")
+        time.sleep(1)
+    yield url
+    server.terminate()
+    server.wait(timeout=60)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _page(browser, url: str):
+    page = browser.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(url)
+    return page
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"app-{name}.png", full_page=True)
+
+
+def _answer(page, element: str, previous: str = "") -> str:
+    """The text of output box `element` once a request has filled it with something other than `previous`."""
+    box = page.locator(f"#{element} textarea")
+    page.wait_for_function(
+        "([box, previous]) => { const e = document.querySelector(box); return e && e.value && e.value !== previous; }",
+        arg=[f"#{element} textarea", previous],
+    )
+    return box.input_value()
+
+
+@pytest.mark.slow
+def test_translate_tab_in_a_browser(browser, served, reversal_model):
+    from PIL import Image
+
+    page = _page(browser, served)
+    previous = ""
+    for source, expected in SENTENCES.items():
+        page.locator("#translation-0-input textarea").fill(source)
+        page.locator("#translation-0-button").click()
+        answer = _answer(page, "translation-0-output", previous)
+        assert [answer] == generate_texts(reversal_model, reversal_tokenizer(), [source], progress=False) == [expected]
+        previous = answer
+    heatmap = page.locator("#translation-0-heatmap img")
+    heatmap.wait_for(state="visible")
+    pixels = np.asarray(Image.open(io.BytesIO(heatmap.screenshot())).convert("L"), dtype=float)
+    assert pixels.shape[0] > 100 and pixels.std() > 10  # present and not blank
+    _shot(page, "translate")
+    page.close()
+
+
+@pytest.mark.slow
+def test_parse_tab_in_a_browser(browser, served, parser_folder):
+    page = _page(browser, served)
+    page.get_by_role("tab", name="Parse").click()
+    page.locator("#parsing-0-input textarea").fill(WORDS)
+    beams = page.locator("#parsing-0-beams input[type=number]")
+    beams.fill("2")
+    beams.press("Enter")
+    page.locator("#parsing-0-button").click()
+    tree = _answer(page, "parsing-0-output")
+    network, tokenizer = load_for_decoding(str(parser_folder))
+    words = WORDS.replace("(", "-LRB-").replace(")", "-RRB-")
+    assert [tree] == parse_texts(network, tokenizer, [words], progress=False, num_beams=2)
+    assert parse_tree(tree).words() == words.split()
+    drawn = page.locator("#parsing-0-drawing svg text.word")
+    drawn.first.wait_for()
+    assert drawn.evaluate_all("texts => texts.map(t => t.textContent)") == words.split()
+    assert "Grammar-constrained decoding was on" in page.locator("#parsing-0-note").inner_text()
+    _shot(page, "parse")
+    page.close()
+
+
+@pytest.mark.slow
+def test_an_error_shows_one_message_and_the_next_request_works_in_a_browser(browser, served):
+    page = _page(browser, served)
+    page.locator("#translation-0-button").click()  # nothing typed
+    message = page.get_by_text("The input is empty: type a sentence to translate first.")
+    message.wait_for()
+    _shot(page, "error")
+    page.locator("#translation-0-input textarea").fill("a b c")
+    page.locator("#translation-0-button").click()
+    assert _answer(page, "translation-0-output") == "c b a"
+    page.close()
