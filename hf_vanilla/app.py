@@ -27,8 +27,14 @@ except ImportError as error:
     raise ImportError(APP_MISSING) from error
 
 from .attention_plots import attention_maps, attention_png  # noqa: E402
-from .cli import one_line  # noqa: E402
-from .decoding import ModelLoadError, generate_texts, load_for_decoding, parse_texts, ptb_words  # noqa: E402
+from .decoding import (  # noqa: E402
+    ModelLoadError,
+    generate_texts,
+    load_for_decoding,
+    one_line,
+    parse_texts,
+    ptb_words,
+)
 from .parsing.drawing import tree_svg  # noqa: E402
 
 # The longest input a request may have, in the model's tokens: decoding time grows with it, and a public Space

@@ -51,12 +51,6 @@ def split_lines(data: bytes) -> tuple[list[str], list[int]]:
     return lines, undecodable
 
 
-def one_line(text: str) -> str:
-    """`text` with every character that any reader takes for a line break (those of `str.splitlines`) made a space,
-    so that an output is always exactly one line."""
-    return " ".join(text.splitlines())
-
-
 def _write_lines(lines: Iterable[str]) -> None:
     """`lines` on stdout in UTF-8, as the input is read, whatever the locale's encoding."""
     sys.stdout.buffer.write("".join(line + "\n" for line in lines).encode("utf-8"))
@@ -131,7 +125,7 @@ def _decoding_flags(args: argparse.Namespace) -> dict:
 
 
 def _translate(args: argparse.Namespace) -> None:
-    from .decoding import generate_texts
+    from .decoding import generate_texts, one_line
 
     lines = _read_lines(args.input)
     model, tokenizer = _load(args.model)

@@ -106,3 +106,9 @@ def parse_texts(
         model, tokenizer, sentences, max_tokens, progress=progress, processors_for_batch=grammar, **generate_kwargs
     )
     return [tree_from_output(output, s.split(), leaves) if s.strip() else "" for s, output in zip(sentences, outputs)]
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that any reader takes for a line break (those of `str.splitlines`) made a space,
+    so that an output is always exactly one line."""
+    return " ".join(text.splitlines())
