@@ -14,6 +14,7 @@ from hf_vanilla.convert import ConversionError, to_marian
 from hf_vanilla.modeling_vanilla import sinusoidal_positions
 
 from helpers import (
+    assert_close_up_to_rounding,
     assert_varied,
     batch,
     decoded,
@@ -22,9 +23,18 @@ from helpers import (
     reversal_tokenizer,
     tiny_model,
     train_reversal_model,
+    transformer_sums,
 )
 
 FLOAT32_EPS = torch.finfo(torch.float32).eps
+
+
+def pointer_sums(config, steps: int = 1) -> dict[str, int]:
+    """`transformer_sums` of a pointer-generator's log P (see `helpers.rounding_tolerance`): 3 more sums in sequence
+    (the gate over [c_t; s_t; x_t], 3 d_model wide; the copy's scatter-add; the log of the mixture), and `steps` times
+    that depth for scores summed over decoding steps."""
+    sums = transformer_sums(config)
+    return dict(depth=(sums["depth"] + 3) * steps, width=max(sums["width"], 3 * config.d_model))
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +159,8 @@ def test_logits_to_keep_mixes_the_kept_positions_only():
     target, _ = batch(seed=2, lengths=(5, 3, 5))
     full = model(input_ids=ids, attention_mask=mask, decoder_input_ids=target)
     last = model(input_ids=ids, attention_mask=mask, decoder_input_ids=target, logits_to_keep=1)
-    torch.testing.assert_close(last.logits, full.logits[:, -1:], rtol=0, atol=1e-5)
-    torch.testing.assert_close(last.p_gen, full.p_gen[:, -1:], rtol=0, atol=1e-6)
+    assert_close_up_to_rounding(last.logits, full.logits[:, -1:], **pointer_sums(model.config))
+    assert_close_up_to_rounding(last.p_gen, full.p_gen[:, -1:], **pointer_sums(model.config))
 
 
 def test_the_copy_needs_the_source_ids():
@@ -184,15 +194,15 @@ def test_a_gate_that_never_copies_gives_the_plain_model(reversal_model):
     plain = reversal_model(input_ids=ids, attention_mask=mask, labels=labels)
     assert bool((out.p_gen == 1).all())
     # The plain model's last layer runs SDPA, this one's eager: they agree to rounding, as in test_modeling.
-    torch.testing.assert_close(out.logits, plain.logits.log_softmax(-1), rtol=0, atol=1e-5)
-    torch.testing.assert_close(out.loss, plain.loss, rtol=1e-5, atol=0)
+    assert_close_up_to_rounding(out.logits, plain.logits.log_softmax(-1), **pointer_sums(model.config))
+    assert_close_up_to_rounding(out.loss, plain.loss, **pointer_sums(model.config))
     kwargs = dict(
         attention_mask=mask, num_beams=4, max_new_tokens=12, output_scores=True, return_dict_in_generate=True
     )
     ours, theirs = model.generate(ids, **kwargs), reversal_model.generate(ids, **kwargs)
     assert_varied(ours.sequences)
     assert torch.equal(ours.sequences, theirs.sequences)
-    torch.testing.assert_close(ours.sequences_scores, theirs.sequences_scores, rtol=0, atol=1e-4)
+    assert_close_up_to_rounding(ours.sequences_scores, theirs.sequences_scores, **pointer_sums(model.config, 12))
 
 
 # --- decoding a trained pointer-generator ---------------------------------------------------------------------------
@@ -228,7 +238,7 @@ def test_cache_changes_nothing(pointer_reversal_model, num_beams):
     assert_varied(with_cache.sequences[::num_beams])
     assert torch.equal(with_cache.sequences, without.sequences)
     for cached, recomputed in zip(with_cache.scores, without.scores, strict=True):
-        torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-4)
+        assert_close_up_to_rounding(cached, recomputed, **pointer_sums(pointer_reversal_model.config))
     if num_beams > 1:
         assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
 
@@ -244,7 +254,7 @@ def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(pointer
     assert_varied(dynamic.sequences)
     assert torch.equal(static.sequences, dynamic.sequences)
     for a, b in zip(static.scores, dynamic.scores, strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
+        assert_close_up_to_rounding(a, b, **pointer_sums(pointer_reversal_model.config))
 
 
 def test_cached_decoding_scores_are_the_teacher_forced_distribution(pointer_reversal_model):
@@ -256,7 +266,7 @@ def test_cached_decoding_scores_are_the_teacher_forced_distribution(pointer_reve
     assert_varied(out.sequences)
     logits = pointer_reversal_model(input_ids=ids, attention_mask=mask, decoder_input_ids=out.sequences[:, :-1]).logits
     for step, step_logits in enumerate(out.logits):
-        torch.testing.assert_close(step_logits, logits[:, step], rtol=0, atol=1e-4)
+        assert_close_up_to_rounding(step_logits, logits[:, step], **pointer_sums(pointer_reversal_model.config))
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
@@ -273,10 +283,16 @@ def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(pointer_reversa
         alone = pointer_reversal_model.generate(ids[row : row + 1, :length], **kwargs)
         assert decoded(alone.sequences[0].tolist()) == decoded(together.sequences[row].tolist()) == answers[row], row
         if num_beams > 1:
-            torch.testing.assert_close(alone.sequences_scores[0], together.sequences_scores[row], rtol=0, atol=1e-4)
+            assert_close_up_to_rounding(
+                alone.sequences_scores[0],
+                together.sequences_scores[row],
+                **pointer_sums(pointer_reversal_model.config, 12),
+            )
         else:
             for step, scores in enumerate(alone.scores):
-                torch.testing.assert_close(scores[0], together.scores[step][row], rtol=0, atol=1e-4)
+                assert_close_up_to_rounding(
+                    scores[0], together.scores[step][row], **pointer_sums(pointer_reversal_model.config)
+                )
 
 
 # --- copying what a plain model cannot learn ------------------------------------------------------------------------
