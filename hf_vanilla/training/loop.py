@@ -6,7 +6,7 @@ import json
 import math
 import signal
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,7 +198,7 @@ def train(
                 with log_file.open("a") as handle:
                     handle.write(json.dumps(metrics) + "\n")
 
-    with signals.installed():
+    with signals.installed(), closing(bar):  # the bar closed before any error's one line
         while progress.step < settings.max_steps:
             group = []
             while len(group) < settings.update_freq:
@@ -289,7 +289,6 @@ def train(
             window_start += time.perf_counter() - paused  # validation and saving are not training speed
             if finished:
                 break
-    bar.close()
     progress.train_seconds = elapsed()
     model.eval()
     return TrainingResult(
