@@ -396,6 +396,29 @@ def random_marian(vocab_size: int, seed: int = 0, bias: bool = True, **overrides
     return marian
 
 
+def assert_cache_changes_nothing(model, num_beams: int, sums: dict[str, int]) -> None:
+    """Decoding the reversal batch with the key/value cache (one new position a step, reordered with the beams) gives
+    the tokens of recomputing the whole prefix at each step, and every step's scores within `rounding_tolerance` of
+    `sums` (the model's depth and width)."""
+    ids, mask, _ = reversal_batch(seed=3, rows=6)
+    kwargs = dict(
+        attention_mask=mask,
+        num_beams=num_beams,
+        num_return_sequences=num_beams,
+        max_new_tokens=12,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    with_cache = model.generate(ids, use_cache=True, **kwargs)
+    without = model.generate(ids, use_cache=False, **kwargs)
+    assert_varied(with_cache.sequences[::num_beams])
+    assert torch.equal(with_cache.sequences, without.sequences)
+    for cached, recomputed in zip(with_cache.scores, without.scores, strict=True):
+        assert_close_up_to_rounding(cached, recomputed, **sums)
+    if num_beams > 1:
+        assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
+
+
 def assert_varied(sequences: torch.Tensor) -> None:
     """Decodings worth comparing: every row writes at least 3 distinct tokens, and no two rows are the same."""
     rows = [tuple(decoded(row)) for row in sequences.tolist()]

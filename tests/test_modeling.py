@@ -13,6 +13,7 @@ from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditiona
 from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
 
 from helpers import (
+    assert_cache_changes_nothing,
     assert_close_up_to_rounding,
     assert_varied,
     batch,
@@ -404,23 +405,7 @@ def test_the_reversal_model_decodes_what_it_was_trained_for(reversal_model):
 def test_cache_changes_nothing(reversal_model, num_beams):
     """Decoding with the key/value cache (one new position a step, reordered with the beams) gives the tokens and
     every step's scores of recomputing the whole prefix at each step."""
-    ids, mask, _ = reversal_batch(seed=3, rows=6)
-    kwargs = dict(
-        attention_mask=mask,
-        num_beams=num_beams,
-        num_return_sequences=num_beams,
-        max_new_tokens=12,
-        output_scores=True,
-        return_dict_in_generate=True,
-    )
-    with_cache = reversal_model.generate(ids, use_cache=True, **kwargs)
-    without = reversal_model.generate(ids, use_cache=False, **kwargs)
-    assert_varied(with_cache.sequences[::num_beams])
-    assert torch.equal(with_cache.sequences, without.sequences)
-    for cached, recomputed in zip(with_cache.scores, without.scores, strict=True):
-        assert_close_up_to_rounding(cached, recomputed, **transformer_sums(reversal_model.config))
-    if num_beams > 1:
-        assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
+    assert_cache_changes_nothing(reversal_model, num_beams, transformer_sums(reversal_model.config))
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])

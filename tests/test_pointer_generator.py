@@ -14,6 +14,7 @@ from hf_vanilla.convert import ConversionError, to_marian
 from hf_vanilla.modeling_vanilla import sinusoidal_positions
 
 from helpers import (
+    assert_cache_changes_nothing,
     assert_close_up_to_rounding,
     assert_varied,
     batch,
@@ -224,23 +225,7 @@ def test_the_pointer_generator_learns_the_reversal_by_copying(pointer_reversal_m
 def test_cache_changes_nothing(pointer_reversal_model, num_beams):
     """With the key/value cache (one position a step, the source ids carried to every step and expanded for the
     beams), the tokens and every step's scores of recomputing the whole prefix at each step."""
-    ids, mask, _ = reversal_batch(seed=3, rows=6)
-    kwargs = dict(
-        attention_mask=mask,
-        num_beams=num_beams,
-        num_return_sequences=num_beams,
-        max_new_tokens=12,
-        output_scores=True,
-        return_dict_in_generate=True,
-    )
-    with_cache = pointer_reversal_model.generate(ids, use_cache=True, **kwargs)
-    without = pointer_reversal_model.generate(ids, use_cache=False, **kwargs)
-    assert_varied(with_cache.sequences[::num_beams])
-    assert torch.equal(with_cache.sequences, without.sequences)
-    for cached, recomputed in zip(with_cache.scores, without.scores, strict=True):
-        assert_close_up_to_rounding(cached, recomputed, **pointer_sums(pointer_reversal_model.config))
-    if num_beams > 1:
-        assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
+    assert_cache_changes_nothing(pointer_reversal_model, num_beams, pointer_sums(pointer_reversal_model.config))
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
