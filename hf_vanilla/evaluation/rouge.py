@@ -1,0 +1,94 @@
+"""ROUGE F1 (Lin, 2004) with stemming, through Google's `rouge_score` wrapped as a local `evaluate` metric, and the
+lead baseline of summarization (the first k words of the document)."""
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+
+from nltk.tokenize.punkt import PunktSentenceTokenizer
+from rouge_score import rouge_scorer
+from tqdm.auto import tqdm
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+# The `evaluate` metric (a loading script shipped with the package): `evaluate.load(str(METRIC_DIR))`.
+METRIC_DIR = Path(__file__).resolve().parent / "metrics" / "rouge"
+# Punkt with no trained parameters: no download, the same sentences on every machine (see `sentence_lines`).
+_SENTENCES = PunktSentenceTokenizer()
+
+
+def sentence_lines(text: str) -> str:
+    """`text` with one sentence a line, the input ROUGE-Lsum needs. The rule: a line break already in the text ends a
+    sentence (CNN/DailyMail's highlights come one a line); within a line, NLTK's Punkt algorithm with no trained
+    parameters (no download) ends a sentence at `.`, `?` or `!` followed by white space, so it also splits after
+    abbreviations such as "Mr." (a trained Punkt model would know them; it is not used so that no machine needs
+    one)."""
+    return "\n".join(sentence for line in text.splitlines() for sentence in _SENTENCES.tokenize(line) if sentence)
+
+
+def compute_rouge(
+    predictions: Sequence[str],
+    references: Sequence[str] | Sequence[Sequence[str]],
+    rouge_types: Sequence[str] = ROUGE_TYPES,
+) -> dict[str, float]:
+    """Mean F1 (0-100) over the items of each ROUGE type, Porter-stemmed (words over 3 letters), with
+    `rouge_score`'s tokenizer (lower case, runs of ASCII letters and digits). An item with several references
+    scores, for each type separately, the F1 of its best-matching reference (`RougeScorer.score_multi`, the rule of
+    `evaluate`'s rouge and of AESLC's multi-reference evaluation). The mean is exact, not the bootstrap estimate
+    that `evaluate`'s rouge reports by default."""
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions but {len(references)} references.")
+    unknown = set(rouge_types) - set(ROUGE_TYPES)
+    if unknown:
+        raise ValueError(f"unknown ROUGE types {sorted(unknown)}; choose from {', '.join(ROUGE_TYPES)}")
+    scorer = rouge_scorer.RougeScorer(list(rouge_types), use_stemmer=True)
+    split = "rougeLsum" in rouge_types  # newlines only matter to ROUGE-Lsum; other types read them as spaces
+    totals = dict.fromkeys(rouge_types, 0.0)
+    for prediction, item_references in zip(predictions, references):
+        item_references = [item_references] if isinstance(item_references, str) else list(item_references)
+        if not item_references:
+            raise ValueError("an item has no reference")
+        if split:
+            prediction, item_references = sentence_lines(prediction), [sentence_lines(r) for r in item_references]
+        scores = scorer.score_multi(item_references, prediction)
+        for rouge_type in rouge_types:
+            totals[rouge_type] += scores[rouge_type].fmeasure
+    return {rouge_type: 100.0 * total / max(len(predictions), 1) for rouge_type, total in totals.items()}
+
+
+@functools.cache
+def load_rouge_metric():
+    """ROUGE as an `evaluate` metric, loaded from the package's own folder (no Hub access)."""
+    import evaluate
+
+    return evaluate.load(str(METRIC_DIR))
+
+
+def rouge_scores(
+    predictions: list[str], references: list[str] | list[list[str]], rouge_types: Sequence[str] = ROUGE_TYPES
+) -> dict[str, float]:
+    """ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum F1 (0-100, stemmed) of `predictions` against `references` (one string
+    or a list of strings per item), through the package's `evaluate` metric: see `compute_rouge` for the rules,
+    among them the multi-reference one (per item and type, the best reference's F1) and `sentence_lines` for
+    ROUGE-Lsum's sentences."""
+    references = [[r] if isinstance(r, str) else list(r) for r in references]
+    return load_rouge_metric().compute(predictions=predictions, references=references, rouge_types=list(rouge_types))
+
+
+def lead(text: str, k: int) -> str:
+    """The lead baseline: the first `k` whitespace-separated words of `text`."""
+    return " ".join(text.split()[:k])
+
+
+def choose_lead_k(
+    texts: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], ks: Sequence[int] = range(1, 21)
+) -> tuple[int, dict[int, float]]:
+    """The k of `ks` whose lead baseline scores the best ROUGE-1 F1 against `references` (the smallest such k on a
+    tie; choose it on validation, never on test), and every k's ROUGE-1."""
+    if not ks:
+        raise ValueError("choose_lead_k needs at least one k")
+    scores = {
+        k: rouge_scores([lead(text, k) for text in texts], list(references), rouge_types=["rouge1"])["rouge1"]
+        for k in tqdm(ks, desc="lead-k baseline")
+    }
+    best = max(scores.values())
+    return min(k for k, score in scores.items() if score == best), scores
