@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from datasets import Dataset, DatasetDict, load_dataset
 from tqdm.auto import tqdm
 
@@ -179,8 +180,8 @@ def _load_files(files: dict[str, Path], text_column: str, summary_column: str) -
             raise SummaryDataError(f"{file}: not a .jsonl, .json, .csv or .parquet file")
         if not file.is_file():
             raise SummaryDataError(f"{file}: no such file (the {split} split)")
-        if kind != "parquet":
-            _check_utf8(file)
+        if not _has_rows(file, kind):
+            raise SummaryDataError(f"{file}: the {split} split is empty (no rows)")
         try:
             data = load_dataset(kind, data_files=str(file), split="train")
         except Exception as error:  # pyarrow's and datasets' parse errors, whatever their class
@@ -196,22 +197,32 @@ def _load_files(files: dict[str, Path], text_column: str, summary_column: str) -
                 row = pc.index(empty, True).as_py() + 1
                 raise SummaryDataError(f"{file} row {row}: empty {role} (column {column!r})")
         splits[split] = _standard(table.column(text_column), table.column(summary_column))
-        if len(splits[split]) == 0:
-            raise SummaryDataError(f"{file}: the {split} split is empty (no rows)")
     return _checked(splits, str(files["train"]))
 
 
-def _check_utf8(file: Path) -> None:
-    """`SummaryDataError` naming the first line of `file` that is not UTF-8 (a newline byte never occurs inside a
-    UTF-8 character, so the file can be checked a line at a time)."""
+def _nonblank_lines(file: Path) -> int:
+    """The lines of `file` holding more than white space; `SummaryDataError` naming the first line that is not UTF-8
+    (a newline byte never occurs inside a UTF-8 character, so the file can be checked a line at a time)."""
+    count = 0
     with file.open("rb") as handle:
         for number, line in enumerate(handle, 1):
             try:
-                line.decode("utf-8")
+                count += bool(line.decode("utf-8").strip())
             except UnicodeDecodeError as error:
                 raise SummaryDataError(
                     f"{file} line {number}: not UTF-8 (byte {error.start + 1} of the line: {error.reason})"
                 ) from error
+    return count
+
+
+def _has_rows(file: Path, kind: str) -> bool:
+    """Whether `file` holds at least one record (`datasets` fails on an empty file with no useful message)."""
+    if kind == "parquet":
+        try:
+            return pq.read_metadata(file).num_rows > 0
+        except (OSError, pa.ArrowException) as error:
+            raise SummaryDataError(f"{file}: not readable as parquet ({error})") from error
+    return _nonblank_lines(file) > (1 if kind == "csv" else 0)  # a CSV file's first line is its header
 
 
 # --- shared checks ---------------------------------------------------------------------------------------------------
