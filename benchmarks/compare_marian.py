@@ -1,6 +1,6 @@
 """hf_vanilla against transformers' own Transformer-base translation models, side by side in one process.
 
-    python benchmarks/compare_marian.py --record             # CPU, fp32, the README's settings; the run recorded
+    python benchmarks/compare_marian.py --record             # CPU, fp32, docs/benchmarks.md's settings; recorded
     python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --batch-size 64
     python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --preset big --compile \
         --loss-chunk-tokens 4096 --parts train --skip-fsmt   # big, compiled, with and without the chunked loss

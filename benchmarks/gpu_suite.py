@@ -50,8 +50,8 @@ every step's raw output. The JSON:
       }
     }
 
-On the lent machine a command may run 10 minutes at most, so README.md ("On a lent GPU") starts the suite detached
-and reads it back in later calls.
+On the lent machine a command may run 10 minutes at most, so docs/benchmarks.md ("On a lent GPU") starts the suite
+detached and reads it back in later calls.
 """
 
 import argparse
@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     if header["transformers_meets_pin"] is False:
         print(
             f"gpu_suite: warning: transformers {header['transformers']} is not the version pyproject.toml pins; "
-            "the figures are recorded with it (README.md, 'On a lent GPU', says how to carry the pinned one)",
+            "the figures are recorded with it (docs/benchmarks.md, 'On a lent GPU', says how to carry the pinned one)",
             flush=True,
         )
     run_suite(steps, args.out, budget_s, header)

@@ -209,8 +209,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "VanillaTransformerConfig":
-        """Builds a configuration from one of `PRESETS` (`base`, `big`, `parsing`, `demo`, `demo_parsing`,
-        `tiny`), with any field overridden by keyword."""
+        """Builds a configuration from one of `PRESETS` (`base`, `big`, `big_enfr`, `parsing`, `demo`,
+        `demo_parsing`, `tiny`), with any field overridden by keyword."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
         return cls(**{**PRESETS[name], **overrides})

@@ -1,0 +1,89 @@
+"""The README and docs/*.md: every relative link and image resolves (file and heading anchor), images live under
+docs/images, and the README stays one page."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+README_MAX_LINES = 170  # one page a newcomer reads in five minutes; reference material belongs in docs/
+
+# [text](target) and ![alt](target); the target may carry a "title" after a space.
+LINK = re.compile(r"(!?)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def prose(text: str) -> str:
+    """The text without fenced code blocks and inline code, where brackets are code, not links."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def github_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown page: lower case, punctuation dropped, spaces as hyphens,
+    a repeated heading numbered -1, -2, ..."""
+    anchors: set[str] = set()
+    for heading in re.findall(
+        r"^#{1,6}\s+(.+?)\s*#*\s*$", re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.M), re.M
+    ):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        candidate, n = slug, 0
+        while candidate in anchors:
+            n += 1
+            candidate = f"{slug}-{n}"
+        anchors.add(candidate)
+    return anchors
+
+
+def broken_links(page: Path) -> list[str]:
+    """Each relative link or image of `page` that does not resolve, as 'target: why'."""
+    problems = []
+    for bang, target in LINK.findall(prose(page.read_text())):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ... : not checked offline
+            continue
+        path_part, _, anchor = target.partition("#")
+        resolved = (page.parent / path_part).resolve() if path_part else page
+        if not resolved.exists():
+            problems.append(f"{target}: {os.path.relpath(resolved, ROOT)} does not exist")
+            continue
+        if bang and not resolved.is_relative_to(ROOT / "docs" / "images"):
+            problems.append(f"{target}: images belong under docs/images")
+        if anchor and resolved.suffix == ".md" and anchor not in github_anchors(resolved.read_text()):
+            problems.append(f"{target}: no heading #{anchor} in {resolved.relative_to(ROOT)}")
+    return problems
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_image_resolves(page):
+    assert broken_links(page) == []
+
+
+def test_the_readme_links_every_page_of_docs():
+    linked = {(ROOT / t.partition("#")[0]).resolve() for _, t in LINK.findall(prose((ROOT / "README.md").read_text()))}
+    assert [p.name for p in PAGES[1:] if p not in linked] == []
+
+
+def test_the_readme_is_one_page():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= README_MAX_LINES
+
+
+def test_a_broken_link_an_unknown_anchor_and_a_stray_image_are_reported(tmp_path, monkeypatch):
+    tmp_path = tmp_path.resolve()
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    (tmp_path / "docs" / "images").mkdir(parents=True)
+    (tmp_path / "docs" / "images" / "a.png").write_bytes(b"")
+    (tmp_path / "b.png").write_bytes(b"")
+    (tmp_path / "docs" / "other.md").write_text("# Other page\n\n## A section, with (punctuation)\n")
+    page = tmp_path / "README.md"
+    page.write_text(
+        "[fine](docs/other.md#a-section-with-punctuation) ![fine](docs/images/a.png) [web](https://example.org)\n"
+        "[gone](docs/missing.md) [bad anchor](docs/other.md#nowhere) ![stray](b.png) `[code](nowhere.md)`\n"
+        "```\n[in a code block](nowhere.md)\n```\n"
+    )
+    assert broken_links(page) == [
+        "docs/missing.md: docs/missing.md does not exist",
+        "docs/other.md#nowhere: no heading #nowhere in docs/other.md",
+        "b.png: images belong under docs/images",
+    ]
