@@ -240,14 +240,15 @@ def test_a_corpus_with_ids_outside_the_vocabulary_is_refused_before_training(tmp
     from accelerate import Accelerator
 
     from hf_vanilla.data.encoding import EncodedPairs
+    from hf_vanilla.training.context import RunContext
     from hf_vanilla.training.loop import train
 
     from helpers import run_settings
 
     examples = EncodedPairs.from_lists([[5, 2], [1000, 2]], [[5, 2], [6, 2]])
-    tokenizer = type("Tok", (), {"pad_token_id": 0})()
+    run = RunContext("test", run_settings(), Accelerator(cpu=True), tmp_path, model=tiny_model().train())
     with pytest.raises(ValueError, match="token id 1000, outside the model's 1000"):
-        train(Accelerator(cpu=True), tiny_model().train(), tokenizer, examples, run_settings(), tmp_path)
+        train(run, examples)
 
 
 def test_a_cpu_runs_hardware_names_the_processor_model(tmp_path):
