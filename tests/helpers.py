@@ -101,7 +101,7 @@ def tiny_examples():
 
 def run_loop(
     output_dir: Path,
-    max_steps: int,
+    max_steps: int | None,
     resume: bool = False,
     dynamo_backend: str | None = None,
     model_overrides: dict | None = None,

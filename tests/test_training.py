@@ -168,6 +168,13 @@ def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
     ]
 
 
+def test_a_time_budget_alone_bounds_the_run(tmp_path):
+    """--max-train-minutes without --max-steps: no number of updates at all; the budget, checked at each log line
+    (every update here), ends the run after its first update, which is checkpointed."""
+    result, _ = run_loop(tmp_path, None, max_train_minutes=1e-9)
+    assert result.steps == 1 and [p.name for p in list_checkpoints(tmp_path)] == ["checkpoint-00000001"]
+
+
 def test_a_compiled_model_trains_on_lengths_padded_to_8_as_the_eager_one_and_counts_its_graphs(tmp_path):
     """Under a torch.compile backend (aot_eager here: the graphs without inductor's code generation) the loop pads
     batch lengths to multiples of 8 and counts the graphs built: few for 6 updates of varying batches (dynamo marks

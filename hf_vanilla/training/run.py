@@ -25,8 +25,11 @@ A recipe (see recipes/wmt_ende.py) is:
     if __name__ == "__main__":
         run_recipe(main, HfArgumentParser(Arguments).parse_args_into_dataclasses()[0], "name")
 
-`train_and_evaluate` trains, averages, evaluates on the main process, writes results.json, samples.jsonl and the
-card (a template `hf_vanilla/templates/{task}.md.j2`), and uploads; a stop signal ends the run after its checkpoint.
+(`setting` is `training.arguments.setting`, `PAPER` `training.presets.PAPER`.) A preset may set the recipe's own
+fields too; a flag whose default is not None (a `bool` flag, say) always wins over its preset. `train_and_evaluate`
+trains, averages, evaluates on the main process, writes results.json (`extra`, the evaluation's figures, the training
+figures, every setting), samples.jsonl and the card (`hf_vanilla.cards`, by `extra["task"]`), and uploads; a stop
+signal ends the run after its checkpoint.
 """
 
 import hashlib
