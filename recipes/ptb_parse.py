@@ -16,29 +16,24 @@ from transformers import HfArgumentParser
 from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.treebank import treebank_path, treebank_splits
 from hf_vanilla.evaluation.parsing import parse_and_score
-from hf_vanilla.hub import PublishError
 from hf_vanilla.parsing import TreebankError, linearize_leaves, tree_words
-from hf_vanilla.training.arguments import RecipeArguments
-from hf_vanilla.training.collectives import StepError, agreed_failure
+from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import PARSING_PRESETS
 from hf_vanilla.training.run import (
+    build_model,
+    build_tokenizer,
     check_before_training,
-    finish,
-    first,
-    run_model,
     run_recipe,
-    run_tokenizer,
-    settings_for,
     start,
-    train_and_average,
+    train_and_evaluate,
 )
 
 LANGUAGES = ("words", "tree")  # the two sides of each pair
 
 
 @dataclass
-class Arguments(RecipeArguments):
+class Arguments(RunSettings):
     preset: str = field(default="demo", metadata={"help": "parsing (the paper) or demo (NLTK sample, 2 CPU cores)."})
     treebank: str = field(
         default="nltk",
@@ -86,70 +81,48 @@ def tree_leaves(args: Arguments, model_preset: str) -> str:
 
 
 def main(args: Arguments) -> dict:
-    # Start: preset, Accelerator (precision as launched), seed; the trees' leaves checked before any data is read.
-    accelerator, preset, output_dir = start("ptb_parse", args, PARSING_PRESETS)
-    settings = settings_for(args, preset)
-    leaves = tree_leaves(args, preset.model_preset)
+    # Start: the settings (command line over preset), Accelerator (precision as launched), seed; the trees' leaves
+    # checked before any data is read.
+    run = start("ptb_parse", args, PARSING_PRESETS)
+    settings = run.settings
+    leaves = tree_leaves(settings, settings.model_preset)
 
     # Data, and everything that can be checked before the first update.
     try:
-        splits = treebank_splits(treebank_path(args.treebank))
+        splits = treebank_splits(treebank_path(settings.treebank))
     except (FileNotFoundError, TreebankError) as error:
         raise PreflightError(str(error)) from error
     corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items() if trees})
-    check_before_training(accelerator, args, settings, corpus, args.treebank, "--treebank", output_dir)
+    check_before_training(run, corpus, settings.treebank, "--treebank")
 
     # Tokenizer: treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
-    tokenizer = run_tokenizer(
-        accelerator, args, output_dir, corpus["train"], LANGUAGES, settings, args.treebank, whitespace_only=True
-    )
-    model = run_model(args, settings, tokenizer, **({} if args.init_from else {"tree_leaves": leaves}))
+    tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, settings.treebank, whitespace_only=True)
+    build_model(run, **({} if settings.init_from else {"tree_leaves": leaves}))
 
-    # Training, then the average of the last checkpoints.
-    def validation_f1(current, held) -> dict:
-        words = [pair["words"] for pair in held["translation"]]
+    # The metric: EVALB F1 of greedy parses in validation, of the paper's beam search at the end (predictions.mrg).
+    def validation_f1(model, pairs) -> dict:
+        words = [pair["words"] for pair in pairs["translation"]]
         figures, _, _ = parse_and_score(
-            current, tokenizer, words, held["gold"], args.tree_grammar, progress=False, num_beams=1
+            model, tokenizer, words, pairs["gold"], settings.tree_grammar, progress=False, num_beams=1
         )
         return {"valid_evalb_f1": figures["evalb_f1"]}
 
-    model, training, averaged = train_and_average(
-        accelerator,
-        args,
-        model,
-        tokenizer,
-        corpus,
-        LANGUAGES,
-        settings,
-        preset.tokens_per_step,
-        output_dir,
-        validation_f1,
-    )
-    if training.stopped_by_signal:
-        return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
+    def evaluate(model, pairs) -> tuple[dict, list[dict]]:
+        words = [pair["words"] for pair in pairs["translation"]]
+        evaluation, predictions, samples = parse_and_score(
+            model, tokenizer, words, pairs["gold"], settings.tree_grammar
+        )
+        (run.output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
+        return evaluation, samples
 
-    # Evaluation with the paper's decoding, results, card, upload: on the main process (a failure stops them all).
-    results = {}
-    with agreed_failure(accelerator, StepError, "could not finish the run", catch=(OSError, PublishError)):
-        if accelerator.is_main_process:
-            held_out = first(corpus[args.eval_split], args.eval_sentences)
-            model = model.to(accelerator.device).eval()
-            sentences = [pair["words"] for pair in held_out["translation"]]
-            evaluation, predictions, samples = parse_and_score(
-                model, tokenizer, sentences, held_out["gold"], args.tree_grammar
-            )
-            (output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
-            extra = {
-                "task": "parsing",
-                "treebank": args.treebank,
-                "tree_leaves": model.config.tree_leaves,
-                "tree_grammar": args.tree_grammar,
-            }
-            results = finish(
-                accelerator, args, settings, training, model, averaged, evaluation, samples, extra, output_dir
-            )
-    accelerator.end_training()
-    return results
+    # Training, averaging, evaluation, results, card, upload.
+    extra = {
+        "task": "parsing",
+        "treebank": settings.treebank,
+        "tree_leaves": leaves,
+        "tree_grammar": settings.tree_grammar,
+    }
+    return train_and_evaluate(run, corpus, LANGUAGES, validation_f1, evaluate, extra)
 
 
 if __name__ == "__main__":

@@ -16,26 +16,22 @@ from transformers import HfArgumentParser
 
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
 from hf_vanilla.evaluation.translation import translate_and_score
-from hf_vanilla.hub import PublishError
-from hf_vanilla.training.arguments import RecipeArguments
-from hf_vanilla.training.collectives import StepError, agreed_failure
+from hf_vanilla.training.arguments import RunSettings
+from hf_vanilla.training.collectives import agreed_failure
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import WMT_PRESETS
 from hf_vanilla.training.run import (
+    build_model,
+    build_tokenizer,
     check_before_training,
-    finish,
-    first,
-    run_model,
     run_recipe,
-    run_tokenizer,
-    settings_for,
     start,
-    train_and_average,
+    train_and_evaluate,
 )
 
 
 @dataclass
-class Arguments(RecipeArguments):
+class Arguments(RunSettings):
     preset: str = field(
         default="demo",
         metadata={"help": "base, big, big_enfr (the paper) or demo (offline Bible corpus, 2 CPU cores)."},
@@ -53,64 +49,37 @@ class Arguments(RecipeArguments):
 
 
 def main(args: Arguments) -> dict:
-    # Start: preset, Accelerator (precision as launched), seed.
-    accelerator, preset, output_dir = start("wmt_ende", args, WMT_PRESETS)
-    settings = settings_for(args, preset)
-    languages = (args.source_lang, args.target_lang)
-    dataset = args.dataset or ("bible" if args.preset == "demo" else "wmt14")
+    # Start: the settings (command line over preset), Accelerator (precision as launched), seed.
+    run = start("wmt_ende", args, WMT_PRESETS)
+    settings = run.settings
+    languages = (settings.source_lang, settings.target_lang)
+    dataset = settings.dataset or ("bible" if settings.preset == "demo" else "wmt14")
 
     # Data, and everything that can be checked before the first update.
     for main_turn in (True, False):  # the main process first (it prepares the datasets cache), then the others
-        with agreed_failure(accelerator, PreflightError, catch=(ValueError, FileNotFoundError), describe=str):
-            if accelerator.is_main_process == main_turn:
-                corpus = load_translation_corpus(dataset, *languages, args.moses_detokenize)
+        with agreed_failure(run.accelerator, PreflightError, catch=(ValueError, FileNotFoundError), describe=str):
+            if run.is_main_process == main_turn:
+                corpus = load_translation_corpus(dataset, *languages, settings.moses_detokenize)
     corpus = select_pairs(corpus, *languages, {split: settings.word_limit(split) for split in corpus})
-    check_before_training(accelerator, args, settings, corpus, dataset, "--dataset", output_dir)
+    check_before_training(run, corpus, dataset, "--dataset")
 
     # Tokenizer (trained on the training split, or --init-from's) and model.
-    tokenizer = run_tokenizer(accelerator, args, output_dir, corpus["train"], languages, settings, dataset)
-    model = run_model(args, settings, tokenizer)
+    tokenizer = build_tokenizer(run, corpus["train"], languages, dataset)
+    build_model(run)
 
-    # Training, then the average of the last checkpoints.
-    def validation_bleu(current, held) -> dict:
+    # The metric: BLEU of greedy decodings in validation, of the paper's beam search at the end.
+    def validation_bleu(model, pairs) -> dict:
         figures, _ = translate_and_score(
-            current, tokenizer, *sides(held, languages), args.target_lang, progress=False, num_beams=1
+            model, tokenizer, *sides(pairs, languages), settings.target_lang, progress=False, num_beams=1
         )
         return {"valid_sacrebleu": figures["sacrebleu"]}
 
-    model, training, averaged = train_and_average(
-        accelerator,
-        args,
-        model,
-        tokenizer,
-        corpus,
-        languages,
-        settings,
-        preset.tokens_per_step,
-        output_dir,
-        validation_bleu,
-    )
-    if training.stopped_by_signal:
-        return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
+    def evaluate(model, pairs) -> tuple[dict, list[dict]]:
+        return translate_and_score(model, tokenizer, *sides(pairs, languages), settings.target_lang)
 
-    # Evaluation with the paper's decoding, results, card, upload: on the main process (a failure stops them all).
-    results = {}
-    with agreed_failure(accelerator, StepError, "could not finish the run", catch=(OSError, PublishError)):
-        if accelerator.is_main_process:
-            held_out = first(corpus[args.eval_split], args.eval_sentences)
-            model = model.to(accelerator.device).eval()
-            evaluation, samples = translate_and_score(model, tokenizer, *sides(held_out, languages), args.target_lang)
-            extra = {
-                "task": "translation",
-                "dataset": dataset,
-                "source_lang": args.source_lang,
-                "target_lang": args.target_lang,
-            }
-            results = finish(
-                accelerator, args, settings, training, model, averaged, evaluation, samples, extra, output_dir
-            )
-    accelerator.end_training()
-    return results
+    # Training, averaging, evaluation, results, card, upload.
+    extra = {"task": "translation", "dataset": dataset, "source_lang": languages[0], "target_lang": languages[1]}
+    return train_and_evaluate(run, corpus, languages, validation_bleu, evaluate, extra)
 
 
 def sides(pairs, languages: tuple[str, str]) -> tuple[list[str], list[str]]:

@@ -41,35 +41,14 @@ def recipe(name: str):
 
 
 def run_settings(**overrides):
-    """`RunSettings` for loop tests: small batches and frequent logs, checkpoints and validation off."""
-    from hf_vanilla.training.arguments import RunSettings
+    """Settings for loop tests: the tiny preset's, with small batches, frequent logs, checkpoints every 2 updates and
+    validation off, unless `overrides` say otherwise."""
+    from hf_vanilla.training.arguments import RunSettings, resolve
+    from hf_vanilla.training.presets import WMT_PRESETS
 
-    defaults = dict(
-        preset="test",
-        model_preset="tiny",
-        vocab_size=1000,
-        max_steps=6,
-        max_train_minutes=None,
-        tokens_per_step=64,
-        max_tokens=64,
-        update_freq=2,
-        warmup_steps=4,
-        lr_scale=1.0,
-        model_overrides={},
-        decoding={},
-        max_length=None,
-        max_length_ratio=None,
-        max_source_words=None,
-        max_train_source_words=None,
-        save_every=2,
-        keep_last=3,
-        average_last=3,
-        log_every=1,
-        eval_every=0,
-        eval_metric_sentences=0,
-        seed=0,
-    )
-    return RunSettings(**{**defaults, **overrides})
+    defaults = dict(preset="tiny", max_steps=6, max_tokens=64, update_freq=2, warmup_steps=4, seed=0, log_every=1)
+    defaults.update(save_every=2, keep_last=3, average_last=3, eval_every=0)
+    return resolve(RunSettings(**{**defaults, **overrides}), WMT_PRESETS)
 
 
 def wmt_args(output_dir: Path, **overrides):
@@ -122,7 +101,7 @@ def tiny_examples():
 
 def run_loop(
     output_dir: Path,
-    max_steps: int,
+    max_steps: int | None,
     resume: bool = False,
     dynamo_backend: str | None = None,
     model_overrides: dict | None = None,
@@ -134,22 +113,15 @@ def run_loop(
     from accelerate.state import AcceleratorState
     from accelerate.utils import set_seed
 
+    from hf_vanilla.training.context import RunContext
     from hf_vanilla.training.loop import train
 
     set_seed(0)
     AcceleratorState._reset_state()  # the state is a per-process singleton: each run gets its own dynamo backend
     accelerator = Accelerator(cpu=True, dynamo_backend=dynamo_backend)
-    tokenizer = type("Tok", (), {"pad_token_id": 0, "save_pretrained": lambda self, path: None})()
     model = tiny_model(**(model_overrides or {})).train()
-    result = train(
-        accelerator,
-        model,
-        tokenizer,
-        tiny_examples(),
-        run_settings(max_steps=max_steps, **settings),
-        output_dir,
-        resume,
-    )
+    settings = run_settings(max_steps=max_steps, resume=resume, **settings)
+    result = train(RunContext("test", settings, accelerator, Path(output_dir), model=model), tiny_examples())
     return result, model
 
 

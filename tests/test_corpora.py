@@ -6,7 +6,7 @@ import pytest
 from datasets import Dataset, DatasetDict
 
 from hf_vanilla.data.corpora import BIBLE_HOLDOUT_EVERY, load_translation_corpus, select_pairs, wmt14_config
-from hf_vanilla.training.arguments import RecipeArguments, resolve
+from hf_vanilla.training.arguments import RunSettings, resolve
 from hf_vanilla.training.presets import WMT_PRESETS
 
 
@@ -28,10 +28,10 @@ def test_select_pairs_drops_empty_sides_and_applies_each_splits_own_word_limit()
 
 
 def test_demo_preset_trains_on_longer_verses_than_it_is_tested_on():
-    demo = resolve(RecipeArguments(preset="demo"), WMT_PRESETS["demo"], d_model=128)
+    demo = resolve(RunSettings(preset="demo"), WMT_PRESETS)
     assert demo.word_limit("test") == demo.word_limit("validation") == demo.max_source_words == 16
     assert demo.word_limit("train") == 32
-    base = resolve(RecipeArguments(preset="base"), WMT_PRESETS["base"], d_model=512)
+    base = resolve(RunSettings(preset="base"), WMT_PRESETS)
     assert base.word_limit("train") is None and base.word_limit("test") is None
 
 

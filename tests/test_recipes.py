@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.corpora import load_translation_corpus
 from hf_vanilla.parsing import parse_tree
 from hf_vanilla.tokenization import TokenizerMismatch
+from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.preflight import PreflightError
 
 from helpers import RECIPES, WMT_SAMPLE, recipe, require, rounding_tolerance, transformer_sums, wmt_args
@@ -164,7 +166,7 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
                 "2",
             ]
         )
-        settings = resolve(args, WMT_PRESETS["demo"], d_model=128)
+        settings = resolve(args, WMT_PRESETS)
         assert (settings.vocab_size, settings.lr_scale, settings.warmup_steps, settings.update_freq) == (500, 2, 10, 2)
         assert settings.model_overrides == {
             "dropout": 0.2,
@@ -175,7 +177,7 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
         assert settings.decoding == {"num_beams": 2, "length_penalty": 1.0, "max_length_offset": 7}
         assert (settings.save_every, settings.average_last, settings.keep_last, settings.eval_every) == (3, 2, 2, 5)
         assert (settings.max_length, settings.max_length_ratio) == (100, 2)
-    defaults = resolve(recipe("wmt_ende").Arguments(preset="base"), WMT_PRESETS["base"], d_model=512)
+    defaults = resolve(recipe("wmt_ende").Arguments(preset="base"), WMT_PRESETS)
     assert (defaults.vocab_size, defaults.warmup_steps, defaults.lr_scale, defaults.average_last) == (
         37000,
         4000,
@@ -183,12 +185,50 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
         5,
     )
     assert (defaults.max_length, defaults.max_length_ratio, defaults.eval_every) == (250, 1.5, 1000)
-    peak = resolve(recipe("wmt_ende").Arguments(preset="base", learning_rate=1e-3), WMT_PRESETS["base"], d_model=512)
+    peak = resolve(recipe("wmt_ende").Arguments(preset="base", learning_rate=1e-3), WMT_PRESETS)
     assert peak_learning_rate(512, 4000, peak.lr_scale) == pytest.approx(1e-3)
     with pytest.raises(ValueError, match="--lr-scale or --learning-rate"):
-        resolve(recipe("wmt_ende").Arguments(lr_scale=1, learning_rate=1e-3), WMT_PRESETS["base"], d_model=512)
+        resolve(recipe("wmt_ende").Arguments(preset="base", lr_scale=1, learning_rate=1e-3), WMT_PRESETS)
     with pytest.raises(ValueError, match="--keep-last 3 keeps fewer checkpoints than --average-last 5"):
-        resolve(recipe("wmt_ende").Arguments(keep_last=3), WMT_PRESETS["base"], d_model=512)
+        resolve(recipe("wmt_ende").Arguments(preset="base", keep_last=3), WMT_PRESETS)
+
+
+@dataclass
+class ThirdRecipeArguments(RunSettings):
+    """A recipe's own settings, as a third recipe declares them: a model option and a decoding flag."""
+
+    pointer_generator: bool | None = field(default=None, metadata={"help": "Copy from the source."})
+    min_length: int | None = field(default=None, metadata={"help": "Shortest output."})
+    MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator")
+    GENERATION_CONFIG = (*RunSettings.GENERATION_CONFIG, "min_length")
+
+
+def test_a_recipes_own_settings_come_from_its_flags_or_its_presets_and_reach_the_model():
+    from hf_vanilla.training.arguments import resolve
+    from hf_vanilla.training.presets import PAPER
+
+    presets = {
+        "demo": dict(PAPER, model_preset="tiny", vocab_size=500, tokens_per_step=800, warmup_steps=10, max_steps=4),
+        "short": dict(PAPER, model_preset="tiny", vocab_size=500, tokens_per_step=800, warmup_steps=10, max_steps=4),
+    }
+    for preset in presets.values():
+        preset.update(average_last=2, save_every=2, eval_every=0)
+    presets["demo"].update(pointer_generator=True, min_length=3)
+    settings = resolve(ThirdRecipeArguments(dropout=0.0), presets)
+    assert settings.model_overrides == {"dropout": 0.0, "pointer_generator": True}
+    assert settings.decoding == {"min_length": 3}
+    given = resolve(ThirdRecipeArguments(pointer_generator=False, min_length=5, num_beams=2), presets)
+    assert given.model_overrides == {"pointer_generator": False}
+    assert given.decoding == {"min_length": 5, "num_beams": 2}
+    assert resolve(ThirdRecipeArguments(preset="short"), presets).decoding == {}
+    incomplete = {"short": {k: v for k, v in presets["short"].items() if k != "average_last"}}
+    with pytest.raises(PreflightError, match="preset 'short' gives no average_last"):
+        resolve(ThirdRecipeArguments(preset="short"), incomplete)
+    presets["short"]["summary_words"] = 60  # a preset value that no flag declares is a mistake in the preset
+    with pytest.raises(ValueError, match="preset 'short' sets summary_words, which are no settings of"):
+        resolve(ThirdRecipeArguments(preset="short"), presets)
+    with pytest.raises(PreflightError, match="--preset must be one of demo, short, got 'big'"):
+        resolve(ThirdRecipeArguments(preset="big"), presets)
 
 
 def test_a_length_filter_that_leaves_nothing_stops_before_training(tmp_path):
@@ -207,10 +247,10 @@ def test_demo_presets_are_bounded_by_updates_not_by_time():
     from hf_vanilla.training.presets import PARSING_PRESETS, WMT_PRESETS
 
     for presets, name in ((WMT_PRESETS, "wmt_ende"), (PARSING_PRESETS, "ptb_parse")):
-        settings = resolve(recipe(name).Arguments(preset="demo"), presets["demo"], d_model=128)
-        assert settings.max_train_minutes is None and settings.max_steps == presets["demo"].max_steps
-        timed = resolve(recipe(name).Arguments(preset="demo", max_train_minutes=3), presets["demo"], d_model=128)
-        assert timed.max_train_minutes == 3 and timed.max_steps >= 10**9  # the time budget alone ends the run
+        settings = resolve(recipe(name).Arguments(preset="demo"), presets)
+        assert settings.max_train_minutes is None and settings.max_steps == presets["demo"]["max_steps"]
+        timed = resolve(recipe(name).Arguments(preset="demo", max_train_minutes=3), presets)
+        assert timed.max_train_minutes == 3 and timed.max_steps is None  # the time budget alone ends the run
 
 
 def test_the_english_french_preset_is_the_papers_big_model_with_dropout_0_1():
@@ -218,8 +258,8 @@ def test_the_english_french_preset_is_the_papers_big_model_with_dropout_0_1():
     from hf_vanilla.training.presets import WMT_PRESETS
 
     preset = WMT_PRESETS["big_enfr"]
-    config = VanillaTransformerConfig.from_preset(preset.model_preset)
-    assert (config.d_model, config.num_attention_heads, config.dropout, preset.vocab_size) == (1024, 16, 0.1, 32000)
+    config = VanillaTransformerConfig.from_preset(preset["model_preset"])
+    assert (config.d_model, config.num_attention_heads, config.dropout, preset["vocab_size"]) == (1024, 16, 0.1, 32000)
 
 
 def test_a_dataset_without_the_evaluated_split_stops_before_training(tmp_path):

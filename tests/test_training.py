@@ -168,6 +168,13 @@ def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
     ]
 
 
+def test_a_time_budget_alone_bounds_the_run(tmp_path):
+    """--max-train-minutes without --max-steps: no number of updates at all; the budget, checked at each log line
+    (every update here), ends the run after its first update, which is checkpointed."""
+    result, _ = run_loop(tmp_path, None, max_train_minutes=1e-9)
+    assert result.steps == 1 and [p.name for p in list_checkpoints(tmp_path)] == ["checkpoint-00000001"]
+
+
 def test_a_compiled_model_trains_on_lengths_padded_to_8_as_the_eager_one_and_counts_its_graphs(tmp_path):
     """Under a torch.compile backend (aot_eager here: the graphs without inductor's code generation) the loop pads
     batch lengths to multiples of 8 and counts the graphs built: few for 6 updates of varying batches (dynamo marks
@@ -240,14 +247,15 @@ def test_a_corpus_with_ids_outside_the_vocabulary_is_refused_before_training(tmp
     from accelerate import Accelerator
 
     from hf_vanilla.data.encoding import EncodedPairs
+    from hf_vanilla.training.context import RunContext
     from hf_vanilla.training.loop import train
 
     from helpers import run_settings
 
     examples = EncodedPairs.from_lists([[5, 2], [1000, 2]], [[5, 2], [6, 2]])
-    tokenizer = type("Tok", (), {"pad_token_id": 0})()
+    run = RunContext("test", run_settings(), Accelerator(cpu=True), tmp_path, model=tiny_model().train())
     with pytest.raises(ValueError, match="token id 1000, outside the model's 1000"):
-        train(Accelerator(cpu=True), tiny_model().train(), tokenizer, examples, run_settings(), tmp_path)
+        train(run, examples)
 
 
 def test_a_cpu_runs_hardware_names_the_processor_model(tmp_path):

@@ -1,142 +1,116 @@
-"""The command line both recipes share, and its resolution against a preset: every hyper-parameter of the paper can be
-given, and whatever is not given comes from the preset, in one place (`resolve`)."""
+"""The one schema of a run's settings, `RunSettings`: every flag the recipes share and every value a preset gives,
+and `resolve`, which merges the command line over the recipe's preset and checks the result."""
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
+from typing import ClassVar, TypeVar
 
-from .presets import TrainingPreset
+from ..configuration_vanilla import VanillaTransformerConfig
+from .preflight import PreflightError
+
+
+def setting(help: str, default=None) -> dataclasses.Field:
+    """A field of `RunSettings` (or of a recipe's subclass): a flag with `help`."""
+    return field(default=default, metadata={"help": help})
+
+
+def from_preset(help: str) -> dataclasses.Field:
+    """A field only the preset sets (not a flag)."""
+    return field(default=None, init=False, metadata={"help": help})
 
 
 @dataclass
-class RecipeArguments:
-    """What both recipes take. `None` means "the preset's value" (or, for `mixed_precision`, Accelerate's)."""
+class RunSettings:
+    """Every setting of a run. A recipe subclasses it with its own flags (its data, its decoding); the command line
+    (HfArgumentParser) fills the flags, `None` meaning "the preset's"; `resolve` then fills every `None` from the
+    recipe's preset, a dict of field values (`training.presets`), and checks the values."""
 
-    preset: str = field(default="demo", metadata={"help": "The recipe's preset (see --help of each recipe)."})
-    output_dir: str | None = field(default=None, metadata={"help": "Checkpoints, tokenizer, logs, results.json."})
+    # The fields that, when set, override the model's configuration field of the same name, or its generation
+    # config's; and the smallest value of some fields. A recipe's subclass extends them with its own fields.
+    MODEL_CONFIG: ClassVar[tuple[str, ...]] = ("dropout", "attention_dropout", "label_smoothing", "loss_chunk_tokens")
+    GENERATION_CONFIG: ClassVar[tuple[str, ...]] = ("num_beams", "length_penalty", "max_length_offset")
+    AT_LEAST: ClassVar[dict[str, int]] = {
+        **dict.fromkeys(("max_steps", "max_tokens", "update_freq", "vocab_size", "warmup_steps", "num_beams"), 1),
+        **dict.fromkeys(("save_every", "keep_last", "average_last", "log_every", "max_length"), 1),
+        **dict.fromkeys(("eval_every", "eval_metric_sentences", "max_length_offset", "loss_chunk_tokens"), 0),
+    }
+
+    preset: str = setting("The recipe's preset (see --help of each recipe).", "demo")
+    output_dir: str | None = setting("Checkpoints, tokenizer, logs, results.json.")
     # The run
-    max_steps: int | None = field(default=None, metadata={"help": "Updates to run (default: the preset's)."})
-    max_train_minutes: float | None = field(
-        default=None,
-        metadata={"help": "Stop training after this many minutes instead (checked at every --log-every updates)."},
+    max_steps: int | None = setting("Updates to run (default: the preset's; none with --max-train-minutes alone).")
+    max_train_minutes: float | None = setting(
+        "Stop training after this many minutes instead (checked at every --log-every updates)."
     )
-    max_tokens: int | None = field(
-        default=None,
-        metadata={
-            "help": "Padded source (and target) tokens per batch and process. Default: the preset's tokens per "
-            "update divided by processes x update-freq (the paper: 25,000 per update)."
-        },
+    max_tokens: int | None = setting(
+        "Padded source (and target) tokens per batch and process. Default: the preset's tokens per update divided "
+        "by processes x update-freq (the paper: 25,000 per update).",
     )
-    update_freq: int = field(default=1, metadata={"help": "Batches accumulated per update (simulates more GPUs)."})
-    seed: int = field(default=1, metadata={"help": "Seed of initialisation, batching and dropout."})
-    mixed_precision: str | None = field(
-        default=None,
-        metadata={"help": "no, fp16 or bf16. Default: what `accelerate launch` / `accelerate config` set."},
+    update_freq: int = setting("Batches accumulated per update (simulates more GPUs).", 1)
+    seed: int = setting("Seed of initialisation, batching and dropout.", 1)
+    mixed_precision: str | None = setting(
+        "no, fp16 or bf16. Default: what `accelerate launch` / `accelerate config` set."
     )
-    torch_compile: bool = field(
-        default=False,
-        metadata={
-            "help": "Compile the model (torch.compile, inductor) unless `accelerate launch --dynamo_backend` chose a "
-            "backend; under any backend, batch lengths are padded to multiples of 8 and results.json counts the "
-            "graphs built."
-        },
+    torch_compile: bool = setting(
+        "Compile the model (torch.compile, inductor) unless `accelerate launch --dynamo_backend` chose a backend; "
+        "under any backend, batch lengths are padded to multiples of 8 and results.json counts the graphs built.",
+        False,
     )
-    report_to: str | None = field(default=None, metadata={"help": "An Accelerate tracker, e.g. tensorboard."})
-    resume: bool = field(default=False, metadata={"help": "Continue from the newest complete checkpoint."})
-    init_from: str | None = field(
-        default=None,
-        metadata={"help": "Start from this hf_vanilla model (a folder or Hub id) and its tokenizer: fine-tuning."},
+    report_to: str | None = setting("An Accelerate tracker, e.g. tensorboard.")
+    resume: bool = setting("Continue from the newest complete checkpoint.", False)
+    init_from: str | None = setting(
+        "Start from this hf_vanilla model (a folder or Hub id) and its tokenizer: fine-tuning."
     )
-    eval_only: bool = field(
-        default=False,
-        metadata={
-            "help": "Train nothing: score --init-from's model on --eval-split, write results and the card to "
-            "--output-dir."
-        },
+    eval_only: bool = setting(
+        "Train nothing: score --init-from's model on --eval-split, write results and the card to --output-dir.", False
     )
     # The paper's hyper-parameters (section 5), each defaulting to the preset
-    vocab_size: int | None = field(default=None, metadata={"help": "Shared BPE vocabulary size."})
-    lr_scale: float | None = field(
-        default=None, metadata={"help": "Factor on the paper's learning rate d_model^-0.5 * min(n^-0.5, n w^-1.5)."}
+    vocab_size: int | None = setting("Shared BPE vocabulary size.")
+    lr_scale: float | None = setting("Factor on the paper's learning rate d_model^-0.5 * min(n^-0.5, n w^-1.5).")
+    learning_rate: float | None = setting("Peak learning rate (at the end of warmup); sets --lr-scale instead.")
+    warmup_steps: int | None = setting("Warmup updates w (the paper: 4,000).")
+    dropout: float | None = setting("P_drop on sub-layer outputs and embeddings.")
+    attention_dropout: float | None = setting("Dropout on attention weights.")
+    label_smoothing: float | None = setting("epsilon_ls (the paper: 0.1).")
+    loss_chunk_tokens: int | None = setting(
+        "Compute the output projection and loss this many target positions at a time (recomputed in the backward "
+        "pass), never the whole batch's logits. Default: the model's (0: all at once).",
     )
-    learning_rate: float | None = field(
-        default=None, metadata={"help": "Peak learning rate (at the end of warmup); sets --lr-scale instead."}
-    )
-    warmup_steps: int | None = field(default=None, metadata={"help": "Warmup updates w (the paper: 4,000)."})
-    dropout: float | None = field(default=None, metadata={"help": "P_drop on sub-layer outputs and embeddings."})
-    attention_dropout: float | None = field(default=None, metadata={"help": "Dropout on attention weights."})
-    label_smoothing: float | None = field(default=None, metadata={"help": "epsilon_ls (the paper: 0.1)."})
-    loss_chunk_tokens: int | None = field(
-        default=None,
-        metadata={
-            "help": "Compute the output projection and loss this many target positions at a time (recomputed in "
-            "the backward pass), never the whole batch's logits. Default: the model's (0: all at once)."
-        },
-    )
-    num_beams: int | None = field(default=None, metadata={"help": "Beam size of the final decoding."})
-    length_penalty: float | None = field(default=None, metadata={"help": "GNMT length penalty alpha."})
-    max_length_offset: int | None = field(default=None, metadata={"help": "Maximum output = source length + this."})
+    num_beams: int | None = setting("Beam size of the final decoding.")
+    length_penalty: float | None = setting("GNMT length penalty alpha.")
+    max_length_offset: int | None = setting("Maximum output = source length + this.")
     # Data
-    max_length: int | None = field(
-        default=None, metadata={"help": "Training pairs with a side longer than this many tokens are dropped."}
-    )
-    max_length_ratio: float | None = field(
-        default=None,
-        metadata={
-            "help": "Training pairs whose longer side has more than this times the tokens of the shorter are "
-            "dropped (0: no ratio filter)."
-        },
+    max_length: int | None = setting("Training pairs with a side longer than this many tokens are dropped.")
+    max_length_ratio: float | None = setting(
+        "Training pairs whose longer side has more than this times the tokens of the shorter are dropped (0: no "
+        "ratio filter)."
     )
     # Checkpoints and evaluation
-    save_every: int | None = field(default=None, metadata={"help": "Updates between checkpoints."})
-    keep_last: int | None = field(default=None, metadata={"help": "Checkpoints kept (default: those averaged)."})
-    average_last: int | None = field(default=None, metadata={"help": "Checkpoints averaged into the final model."})
-    log_every: int = field(default=50, metadata={"help": "Updates between log lines."})
-    eval_every: int | None = field(
-        default=None,
-        metadata={
-            "help": "Updates between validation losses (train_log.jsonl, trackers); 0: none. The best "
-            "checkpoint by validation loss is kept in OUTPUT_DIR/best."
-        },
+    save_every: int | None = setting("Updates between checkpoints.")
+    keep_last: int | None = setting("Checkpoints kept (default: those averaged).")
+    average_last: int | None = setting("Checkpoints averaged into the final model.")
+    log_every: int = setting("Updates between log lines.", 50)
+    eval_every: int | None = setting(
+        "Updates between validation losses (train_log.jsonl, trackers); 0: none. The best checkpoint by "
+        "validation loss is kept in OUTPUT_DIR/best.",
     )
-    eval_metric_sentences: int = field(
-        default=0,
-        metadata={
-            "help": "Also decode this many validation sentences (greedy) at each validation and score them "
-            "(BLEU or EVALB F1)."
-        },
+    eval_metric_sentences: int = setting(
+        "Also decode this many validation sentences (greedy) at each validation and score them (BLEU or EVALB F1).",
+        0,
     )
-    eval_split: str = field(default="test", metadata={"help": "Held-out split scored at the end (test, validation)."})
-    eval_sentences: int | None = field(default=None, metadata={"help": "Score only the first N held-out sentences."})
-    push_to_hub: str | None = field(default=None, metadata={"help": "Hub repo id to publish the final model to."})
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """Every setting of a run once the command line has been resolved against its preset."""
-
-    preset: str
-    model_preset: str
-    vocab_size: int
-    max_steps: int
-    max_train_minutes: float | None
-    tokens_per_step: int
-    max_tokens: int | None  # per batch and process, when given; else derived from tokens_per_step
-    update_freq: int
-    warmup_steps: int
-    lr_scale: float
-    model_overrides: dict  # configuration fields given on the command line (dropout, label smoothing, ...)
-    decoding: dict  # generation settings given on the command line (num_beams, length_penalty, max_length_offset)
-    max_length: int | None
-    max_length_ratio: float | None
-    max_source_words: int | None
-    max_train_source_words: int | None
-    save_every: int
-    keep_last: int
-    average_last: int
-    log_every: int
-    eval_every: int
-    eval_metric_sentences: int
-    seed: int
+    eval_split: str = setting("Held-out split scored at the end (test, validation).", "test")
+    eval_sentences: int | None = setting("Score only the first N held-out sentences.")
+    push_to_hub: str | None = setting("Hub repo id to publish the final model to.")
+    # Set by the preset alone
+    model_preset: str | None = from_preset("The model's size: a name of `hf_vanilla.PRESETS`.")
+    tokens_per_step: int | None = from_preset(
+        "Source (and target) tokens per update, over all processes and accumulated batches."
+    )
+    max_source_words: int | None = from_preset(
+        "Held-out pairs with more source words are dropped (and training pairs, unless max_train_source_words)."
+    )
+    max_train_source_words: int | None = from_preset("Training pairs with more source words are dropped.")
 
     def word_limit(self, split: str) -> int | None:
         """The most source words a pair of `split` may have (None: no limit)."""
@@ -144,8 +118,36 @@ class RunSettings:
             return self.max_train_source_words
         return self.max_source_words
 
+    @property
+    def model_overrides(self) -> dict:
+        """The model configuration fields set on the command line (dropout, label smoothing, ...)."""
+        return self._given(self.MODEL_CONFIG)
+
+    @property
+    def decoding(self) -> dict:
+        """The generation settings set on the command line (num_beams, length_penalty, max_length_offset, ...)."""
+        return self._given(self.GENERATION_CONFIG)
+
+    def _given(self, names: tuple[str, ...]) -> dict:
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Every setting (results.json's `training_preset`), with the model and decoding overrides grouped."""
+        return {**dataclasses.asdict(self), "model_overrides": self.model_overrides, "decoding": self.decoding}
+
+
+Settings = TypeVar("Settings", bound=RunSettings)  # a recipe's own subclass
+
+# The values every preset must give (unless the command line does); max_steps may be left out by --max-train-minutes.
+REQUIRED = (
+    "model_preset",
+    "vocab_size",
+    "tokens_per_step",
+    "warmup_steps",
+    "average_last",
+    "save_every",
+    "eval_every",
+)
 
 
 def peak_learning_rate(d_model: int, warmup_steps: int, lr_scale: float = 1.0) -> float:
@@ -153,85 +155,47 @@ def peak_learning_rate(d_model: int, warmup_steps: int, lr_scale: float = 1.0) -
     return lr_scale * d_model**-0.5 * warmup_steps**-0.5
 
 
-def resolve(args: RecipeArguments, preset: TrainingPreset, d_model: int) -> RunSettings:
-    """`args` over `preset`: a value given on the command line wins, the preset gives the rest. `d_model` turns
-    --learning-rate into the schedule's scale. Raises ValueError for values that cannot work."""
-    problems = []
+def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
+    """`args` (as parsed) over its preset `presets[args.preset]`: a value given on the command line wins, the preset
+    gives the rest (a time budget alone replaces the preset's number of updates; --learning-rate sets the schedule's
+    scale; --keep-last defaults to --average-last). A `PreflightError` names every value that cannot work."""
+    if args.preset not in presets:
+        raise PreflightError(f"--preset must be one of {', '.join(sorted(presets))}, got {args.preset!r}")
+    preset = presets[args.preset]
+    names = {f.name for f in dataclasses.fields(args)}
+    unknown = sorted(set(preset) - names)
+    if unknown:
+        names = f"{', '.join(unknown)}, which are no settings of {type(args).__name__}"
+        raise ValueError(f"preset {args.preset!r} sets {names}")
+    settings = copy.copy(args)
+    for name, value in preset.items():
+        timed = name == "max_steps" and args.max_train_minutes is not None
+        if getattr(settings, name) is None and not timed:
+            setattr(settings, name, value)
+    problems = [f"preset {args.preset!r} gives no {name}" for name in REQUIRED if getattr(settings, name) is None]
+    if settings.max_steps is None and settings.max_train_minutes is None:
+        problems.append(f"preset {args.preset!r} gives no max_steps: give --max-steps or --max-train-minutes")
     if args.lr_scale is not None and args.learning_rate is not None:
         problems.append("give --lr-scale or --learning-rate, not both")
-    for name in (
-        "max_steps",
-        "max_tokens",
-        "update_freq",
-        "vocab_size",
-        "warmup_steps",
-        "num_beams",
-        "save_every",
-        "keep_last",
-        "average_last",
-        "log_every",
-        "max_length",
-    ):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            problems.append(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-    for name in ("eval_every", "eval_metric_sentences", "max_length_offset", "loss_chunk_tokens"):
-        value = getattr(args, name)
-        if value is not None and value < 0:
-            problems.append(f"--{name.replace('_', '-')} must not be negative, got {value}")
-    if args.max_train_minutes is not None and args.max_train_minutes <= 0:
-        problems.append(f"--max-train-minutes must be positive, got {args.max_train_minutes}")
-    if args.max_length_ratio is not None and 0 < args.max_length_ratio < 1:
-        problems.append(f"--max-length-ratio must be at least 1 (or 0: none), got {args.max_length_ratio}")
+    for name, least in settings.AT_LEAST.items():
+        value = getattr(settings, name)
+        if value is not None and value < least:
+            condition = f"be at least {least}" if least else "not be negative"
+            problems.append(f"--{name.replace('_', '-')} must {condition}, got {value}")
+    if settings.max_train_minutes is not None and settings.max_train_minutes <= 0:
+        problems.append(f"--max-train-minutes must be positive, got {settings.max_train_minutes}")
+    if settings.max_length_ratio is not None and 0 < settings.max_length_ratio < 1:
+        problems.append(f"--max-length-ratio must be at least 1 (or 0: none), got {settings.max_length_ratio}")
     if problems:
-        raise ValueError("; ".join(problems))
-
-    def pick(name: str, default):
-        value = getattr(args, name)
-        return default if value is None else value
-
-    warmup = pick("warmup_steps", preset.warmup_steps)
-    lr_scale = pick("lr_scale", preset.lr_scale)
+        raise PreflightError("; ".join(problems))
     if args.learning_rate is not None:
-        lr_scale = args.learning_rate / peak_learning_rate(d_model, warmup)
-    average_last = pick("average_last", preset.average_last)
-    model_overrides = {
-        name: getattr(args, name)
-        for name in ("dropout", "attention_dropout", "label_smoothing", "loss_chunk_tokens")
-        if getattr(args, name) is not None
-    }
-    decoding = {
-        name: getattr(args, name)
-        for name in ("num_beams", "length_penalty", "max_length_offset")
-        if getattr(args, name) is not None
-    }
-    ratio = pick("max_length_ratio", preset.max_length_ratio)
-    keep_last = pick("keep_last", max(average_last, 1))
-    if keep_last < average_last:
-        raise ValueError(f"--keep-last {keep_last} keeps fewer checkpoints than --average-last {average_last}")
-    return RunSettings(
-        preset=args.preset,
-        model_preset=preset.model_preset,
-        vocab_size=pick("vocab_size", preset.vocab_size),
-        # A time budget alone replaces the preset's number of updates.
-        max_steps=pick("max_steps", preset.max_steps if args.max_train_minutes is None else 10**9),
-        max_train_minutes=args.max_train_minutes,
-        tokens_per_step=preset.tokens_per_step,
-        max_tokens=args.max_tokens,
-        update_freq=args.update_freq,
-        warmup_steps=warmup,
-        lr_scale=lr_scale,
-        model_overrides=model_overrides,
-        decoding=decoding,
-        max_length=pick("max_length", preset.max_length),
-        max_length_ratio=ratio or None,
-        max_source_words=preset.max_source_words,
-        max_train_source_words=preset.max_train_source_words,
-        save_every=pick("save_every", preset.save_every),
-        keep_last=keep_last,
-        average_last=average_last,
-        log_every=args.log_every,
-        eval_every=pick("eval_every", preset.eval_every),
-        eval_metric_sentences=args.eval_metric_sentences,
-        seed=args.seed,
-    )
+        d_model = VanillaTransformerConfig.from_preset(settings.model_preset).d_model
+        settings.lr_scale = args.learning_rate / peak_learning_rate(d_model, settings.warmup_steps)
+    settings.max_length_ratio = settings.max_length_ratio or None
+    if settings.keep_last is None:
+        settings.keep_last = max(settings.average_last, 1)
+    if settings.keep_last < settings.average_last:
+        raise PreflightError(
+            f"--keep-last {settings.keep_last} keeps fewer checkpoints than --average-last {settings.average_last}"
+        )
+    return settings

@@ -1,13 +1,12 @@
 """The one Accelerate training loop of both recipes: token-budget batches, update frequency, the paper's optimiser and
 schedule, mixed precision as launched, validation, a truthful progress bar, checkpoints, exact resume, and a clean
-stop on SIGTERM/SIGINT."""
+stop on SIGTERM/SIGINT. `train` runs a `TrainingLoop`, whose methods are its named steps."""
 
 import json
 import math
 import signal
 import time
 from contextlib import closing, contextmanager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from ..data.encoding import EncodedPairs
 from .arguments import RunSettings
 from .checkpoints import latest_valid_checkpoint, load_checkpoint, save_checkpoint, save_model_folder
 from .collectives import StepError, agreed_failure, any_process
+from .context import RunContext, TrainingResult
 from .schedule import paper_optimizer, paper_scheduler
 from .validation import Validation
 
@@ -33,26 +33,6 @@ SIGNAL_CHECK_EVERY = 10
 COMPILED_LENGTH_MULTIPLE = 8
 
 
-@dataclass(frozen=True)
-class TrainingResult:
-    """What a training run did, for results.json and the card."""
-
-    steps: int
-    epochs: int
-    train_seconds: float
-    train_tokens: int
-    train_tokens_per_second: float
-    final_loss: float
-    padding_fraction: float
-    mixed_precision: str
-    batch_tokens: int
-    best_step: int | None = None
-    best_valid_loss: float | None = None
-    stopped_by_signal: str | None = None
-    dynamo_backend: str = "no"  # torch.compile's backend (`accelerate launch --dynamo_backend` or --torch-compile)
-    compiled_graphs: int = 0  # graphs torch.compile built in training: 1 plus its recompilations
-
-
 def batch_tokens(settings: RunSettings, num_processes: int, examples: EncodedPairs) -> int:
     """Padded source (and target) tokens per batch and process: --max-tokens, else the preset's tokens per update
     divided over processes and accumulated batches, at least the longest pair."""
@@ -62,18 +42,56 @@ def batch_tokens(settings: RunSettings, num_processes: int, examples: EncodedPai
     return max(settings.tokens_per_step // (num_processes * settings.update_freq), longest)
 
 
-class TrainingProgress:
-    """Where training stands; saved in every checkpoint so that a resumed run continues with the next batch."""
+class Progress:
+    """Where training stands, saved in every checkpoint (`state_dict`) so that a resumed run continues with the next
+    batch; and its tqdm bar (on the main process), over updates, or over minutes when the run is bounded by time
+    only."""
+
+    STATE = ("step", "epoch", "position", "train_seconds", "tokens", "best_step", "best_valid_loss")
 
     def __init__(self):
         self.step, self.epoch, self.position, self.train_seconds, self.tokens = 0, 0, 0, 0.0, 0
         self.best_step, self.best_valid_loss = None, None
+        self.by_minutes, self.bar = False, None
 
     def state_dict(self) -> dict:
-        return dict(vars(self))
+        return {key: getattr(self, key) for key in self.STATE}
 
     def load_state_dict(self, state: dict) -> None:
-        vars(self).update({key: state[key] for key in vars(self) if key in state})
+        for key in self.STATE:
+            if key in state:
+                setattr(self, key, state[key])
+
+    def show(self, accelerator: Accelerator, settings: RunSettings) -> None:
+        """Opens the bar at the current update (or minute)."""
+        self.by_minutes = settings.max_steps is None
+        self.bar = tqdm(
+            total=settings.max_train_minutes if self.by_minutes else settings.max_steps,
+            initial=round(self.train_seconds / 60, 2) if self.by_minutes else self.step,
+            disable=not accelerator.is_main_process,
+            desc="training",
+            unit="min" if self.by_minutes else "update",
+            dynamic_ncols=True,
+        )
+
+    def advance(self, seconds: float) -> None:
+        """One more update, `seconds` into training."""
+        if self.by_minutes:
+            self.bar.n = min(round(seconds / 60, 2), self.bar.total)
+            self.bar.refresh()
+        else:
+            self.bar.update(1)
+
+    def show_figures(self, **figures) -> None:
+        self.bar.set_postfix(**figures)
+
+    def write(self, line: str) -> None:
+        """A line above the bar."""
+        self.bar.write(line)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 class StopSignals:
@@ -98,215 +116,232 @@ class StopSignals:
                 signal.signal(number, old)
 
 
-class Progress:
-    """A tqdm bar over updates, or over minutes when the run is bounded by time only."""
+def train(run: RunContext, examples: EncodedPairs, validation: Validation | None = None) -> TrainingResult:
+    """Trains `run.model` on `examples` until `settings.max_steps` updates (or `max_train_minutes`), checkpointing into
+    `run.output_dir` (with `run.tokenizer`, when set), resuming from there with `settings.resume`, validating every
+    `eval_every` updates when `validation` is given."""
+    loop = TrainingLoop(run, examples, validation)
+    if run.settings.resume:
+        loop.resume()
+    return loop.run()
 
-    def __init__(self, accelerator: Accelerator, settings: RunSettings, step: int, seconds: float):
-        self.by_minutes = settings.max_train_minutes is not None and settings.max_steps >= 10**9
-        total = settings.max_train_minutes if self.by_minutes else settings.max_steps
-        initial = round(seconds / 60, 2) if self.by_minutes else step
-        self.bar = tqdm(
-            total=total,
-            initial=initial,
-            disable=not accelerator.is_main_process,
-            desc="training",
-            unit="min" if self.by_minutes else "update",
-            dynamic_ncols=True,
+
+class TrainingLoop:
+    """The steps of `train`, each a method: set-up, `resume`, then in `run` each update (`update`), the decision to
+    stop (`should_stop`), `log`, `validate` and `checkpoint`."""
+
+    def __init__(self, run: RunContext, examples: EncodedPairs, validation: Validation | None):
+        accelerator, settings, model = run.accelerator, run.settings, run.model
+        run.output_dir.mkdir(parents=True, exist_ok=True)
+        largest = int(max(examples.source_ids.max(initial=0), examples.target_ids.max(initial=0)))
+        vocabulary = model.config.vocab_size
+        if largest >= vocabulary:  # checked once here: the model does not check in training (a host sync)
+            raise ValueError(f"the training pairs hold token id {largest}, outside the model's {vocabulary}")
+        self.max_tokens = batch_tokens(settings, accelerator.num_processes, examples)
+        self.sampler = TokenBudgetBatchSampler(
+            examples.source_lengths,
+            examples.target_lengths,
+            self.max_tokens,
+            settings.seed,
+            accelerator.num_processes,
+            accelerator.process_index,
         )
+        # Adam's fused kernel on a GPU (one launch for all parameters); the CPU keeps the default, no faster there.
+        fused = accelerator.device.type == "cuda"
+        optimizer = paper_optimizer(model.to(accelerator.device).parameters(), fused=fused)
+        # Not passed to prepare(): Accelerate would step it once per process, and the schedule counts updates.
+        self.scheduler = paper_scheduler(optimizer, model.config.d_model, settings.warmup_steps, settings.lr_scale)
+        self.pad_token_id = model.config.pad_token_id  # the tokenizer's (`new_model`, or --init-from's own)
+        self.model, self.optimizer = accelerator.prepare(model, optimizer)  # compiles the model under a dynamo backend
+        self.backend = accelerator.state.dynamo_plugin.backend.value.lower()
+        self.compiled = self.backend != "no"
+        self.pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE if self.compiled else 1
+        self.graphs_before = _compiled_graphs() if self.compiled else 0
+        self.context, self.accelerator, self.settings = run, accelerator, settings
+        self.examples, self.validation = examples, validation
+        self.progress, self.signals = Progress(), StopSignals()
+        self.log_file = run.output_dir / "train_log.jsonl"
+        self.last_loss = math.nan
 
-    def update(self, seconds: float) -> None:
-        if self.by_minutes:
-            self.bar.n = min(round(seconds / 60, 2), self.bar.total)
-            self.bar.refresh()
-        else:
-            self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-def train(
-    accelerator: Accelerator,
-    model,
-    tokenizer,
-    examples: EncodedPairs,
-    settings: RunSettings,
-    output_dir: Path,
-    resume: bool = False,
-    validation: Validation | None = None,
-) -> TrainingResult:
-    """Trains `model` on `examples` until `settings.max_steps` updates (or `max_train_minutes`), checkpointing into
-    `output_dir`, validating every `eval_every` updates when `validation` is given."""
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    largest = int(max(examples.source_ids.max(initial=0), examples.target_ids.max(initial=0)))
-    if largest >= model.config.vocab_size:  # checked once here: the model does not check in training (a host sync)
-        raise ValueError(f"the training pairs hold token id {largest}, outside the model's {model.config.vocab_size}")
-    max_tokens = batch_tokens(settings, accelerator.num_processes, examples)
-    sampler = TokenBudgetBatchSampler(
-        examples.source_lengths,
-        examples.target_lengths,
-        max_tokens,
-        settings.seed,
-        accelerator.num_processes,
-        accelerator.process_index,
-    )
-    # Adam's fused kernel on a GPU (one launch for all parameters); the CPU keeps the default, no faster there.
-    fused = accelerator.device.type == "cuda"
-    optimizer = paper_optimizer(model.to(accelerator.device).parameters(), fused=fused)
-    # Not passed to prepare(): Accelerate would step it once per process, and the schedule counts updates.
-    scheduler = paper_scheduler(optimizer, model.config.d_model, settings.warmup_steps, settings.lr_scale)
-    model, optimizer = accelerator.prepare(model, optimizer)  # compiles the model when a dynamo backend is set
-    backend = accelerator.state.dynamo_plugin.backend.value.lower()
-    compiled = backend != "no"
-    pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE if compiled else 1
-    graphs_before = _compiled_graphs() if compiled else 0
-    progress = TrainingProgress()
-    log_file = output_dir / "train_log.jsonl"
-
-    if resume:
+    def resume(self) -> None:
+        """Continues from the newest complete checkpoint of the output folder, if any (dropping the log lines written
+        after it), else starts from scratch."""
+        accelerator, output_dir = self.accelerator, self.context.output_dir
         checkpoint = latest_valid_checkpoint(
             output_dir, report=lambda line: logger.warning(line, main_process_only=True)
         )
-        if checkpoint is not None:
-            progress.load_state_dict(load_checkpoint(accelerator, checkpoint, model, optimizer, scheduler))
-            logger.info(f"Resumed from {checkpoint} at update {progress.step}", main_process_only=True)
-            with agreed_failure(accelerator, StepError, f"could not rewrite {log_file}", catch=(OSError,)):
-                if accelerator.is_main_process:
-                    _truncate_log(log_file, progress.step)
-        else:
+        if checkpoint is None:
             logger.info(f"No complete checkpoint in {output_dir}: starting from scratch", main_process_only=True)
-
-    model.train()
-    padding = sampler.padding_fraction(sampler.all_batches(progress.epoch))
-    seconds_before = progress.train_seconds
-    start = window_start = time.perf_counter()
-    window_tokens = window_updates = 0
-    window_loss = torch.zeros((), device=accelerator.device)  # read back only when logging: no sync per update
-    last_loss = math.nan
-    epoch_batches = sampler.batches(progress.epoch)
-    bar = Progress(accelerator, settings, progress.step, seconds_before)
-    signals = StopSignals()
-
-    def elapsed() -> float:
-        return seconds_before + time.perf_counter() - start
-
-    def write_log(metrics: dict) -> None:
-        accelerator.log(metrics, step=progress.step)
-        with agreed_failure(accelerator, StepError, f"could not write {log_file}", catch=(OSError,)):
+            return
+        state = load_checkpoint(accelerator, checkpoint, self.model, self.optimizer, self.scheduler)
+        self.progress.load_state_dict(state)
+        logger.info(f"Resumed from {checkpoint} at update {self.progress.step}", main_process_only=True)
+        with agreed_failure(accelerator, StepError, f"could not rewrite {self.log_file}", catch=(OSError,)):
             if accelerator.is_main_process:
-                with log_file.open("a") as handle:
+                _truncate_log(self.log_file, self.progress.step)
+
+    def run(self) -> TrainingResult:
+        """Updates until the last, each followed by its log line, validation and checkpoint when due."""
+        settings, progress = self.settings, self.progress
+        self.model.train()
+        self.padding = self.sampler.padding_fraction(self.sampler.all_batches(progress.epoch))
+        self.seconds_before = progress.train_seconds
+        self.start = self.window_start = time.perf_counter()
+        self.window_tokens = self.window_updates = 0
+        self.window_loss = torch.zeros((), device=self.accelerator.device)  # read back only when logging: no sync
+        self.epoch_batches = self.sampler.batches(progress.epoch)
+        progress.show(self.accelerator, settings)
+        with self.signals.installed(), closing(progress):  # the bar closed before any error's one line
+            while settings.max_steps is None or progress.step < settings.max_steps:
+                self.update()
+                logging_now = progress.step % settings.log_every == 0 or self.out_of_updates()
+                finished = self.should_stop(logging_now)
+                if logging_now or finished:
+                    self.log()
+                paused = time.perf_counter()
+                if self.validation is not None and settings.eval_every:
+                    if progress.step % settings.eval_every == 0 or finished:
+                        self.validate()
+                if progress.step % settings.save_every == 0 or finished:
+                    self.checkpoint()
+                self.window_start += time.perf_counter() - paused  # validation and saving are not training speed
+                if finished:
+                    break
+        progress.train_seconds = self.elapsed()
+        self.model.eval()
+        return self.result()
+
+    def elapsed(self) -> float:
+        """Seconds of training, those before a resume included."""
+        return self.seconds_before + time.perf_counter() - self.start
+
+    def out_of_updates(self) -> bool:
+        return self.settings.max_steps is not None and self.progress.step >= self.settings.max_steps
+
+    def update(self) -> None:
+        """One update: the next --update-freq batches, forward and backward each (gradients synchronised on the
+        last), then the optimizer's and the schedule's step."""
+        accelerator, progress, examples = self.accelerator, self.progress, self.examples
+        group = []
+        while len(group) < self.settings.update_freq:
+            if progress.position >= len(self.epoch_batches):
+                progress.epoch, progress.position = progress.epoch + 1, 0
+                self.epoch_batches = self.sampler.batches(progress.epoch)
+            group.append(self.epoch_batches[progress.position])
+            progress.position += 1
+        pairs = np.concatenate(group)
+        num_items = int(examples.target_lengths[pairs].sum())  # target tokens of the whole update
+        self.window_tokens += int(examples.source_lengths[pairs].sum()) + num_items
+        for index, indices in enumerate(group):
+            batch = {
+                k: v.to(accelerator.device, non_blocking=True)
+                for k, v in examples.collate(indices, self.pad_token_id, self.pad_to_multiple_of).items()
+            }
+            sync = index == len(group) - 1
+            with nullcontext() if sync else accelerator.no_sync(self.model):
+                loss = self.model(**batch, num_items_in_batch=num_items).loss  # prepare() added the autocast
+                accelerator.backward(loss)
+            self.window_loss += loss.detach()
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        progress.step += 1
+        self.window_updates += 1
+        progress.advance(self.elapsed())
+
+    def should_stop(self, logging_now: bool) -> bool:
+        """Whether this update is the last: --max-steps reached, --max-train-minutes spent (checked when logging), or
+        a stop signal received by any process (agreed on every SIGNAL_CHECK_EVERY updates with several processes).
+        Every process takes part in the same collectives."""
+        accelerator, settings, signals = self.accelerator, self.settings, self.signals
+        finished = self.out_of_updates()
+        if settings.max_train_minutes is not None and logging_now:
+            finished |= any_process(accelerator, self.elapsed() > 60 * settings.max_train_minutes)
+        stop_check = accelerator.num_processes == 1 or self.progress.step % SIGNAL_CHECK_EVERY == 0
+        if stop_check and any_process(accelerator, signals.received is not None):
+            finished = True
+            signals.received = signals.received or "SIGTERM"
+            logger.warning(
+                f"{signals.received}: saving a checkpoint at update {self.progress.step} and stopping",
+                main_process_only=True,
+            )
+        return finished
+
+    def log(self) -> None:
+        """The mean loss, learning rate and speed since the last log line: train_log.jsonl, trackers, the bar."""
+        accelerator, progress = self.accelerator, self.progress
+        now = time.perf_counter()
+        tokens = int(accelerator.reduce(torch.tensor(self.window_tokens, device=accelerator.device), "sum"))
+        mean_loss = float(accelerator.reduce(self.window_loss / self.window_updates, reduction="mean"))
+        self.last_loss = mean_loss
+        metrics = {
+            "step": progress.step,
+            "epoch": progress.epoch,
+            "loss": round(mean_loss, 4),
+            "perplexity": round(math.exp(min(mean_loss, 50)), 2),
+            "lr": self.scheduler.get_last_lr()[0],
+            "tokens_per_second": round(tokens / (now - self.window_start), 1),
+            "padding": round(self.padding, 4),
+        }
+        self.write_log(metrics)
+        progress.show_figures(loss=metrics["loss"], lr=f"{metrics['lr']:.2e}", tok_s=metrics["tokens_per_second"])
+        progress.tokens += tokens
+        self.window_start, self.window_tokens, self.window_updates = now, 0, 0
+        self.window_loss.zero_()
+
+    def write_log(self, metrics: dict) -> None:
+        """One line of train_log.jsonl (written by the main process; a failure stops every process), and the
+        trackers."""
+        self.accelerator.log(metrics, step=self.progress.step)
+        with agreed_failure(self.accelerator, StepError, f"could not write {self.log_file}", catch=(OSError,)):
+            if self.accelerator.is_main_process:
+                with self.log_file.open("a") as handle:
                     handle.write(json.dumps(metrics) + "\n")
 
-    with signals.installed(), closing(bar):  # the bar closed before any error's one line
-        while progress.step < settings.max_steps:
-            group = []
-            while len(group) < settings.update_freq:
-                if progress.position >= len(epoch_batches):
-                    progress.epoch, progress.position = progress.epoch + 1, 0
-                    epoch_batches = sampler.batches(progress.epoch)
-                group.append(epoch_batches[progress.position])
-                progress.position += 1
-            pairs = np.concatenate(group)
-            num_items = int(examples.target_lengths[pairs].sum())  # target tokens of the whole update
-            window_tokens += int(examples.source_lengths[pairs].sum()) + num_items
-            for index, indices in enumerate(group):
-                batch = {
-                    k: v.to(accelerator.device, non_blocking=True)
-                    for k, v in examples.collate(indices, tokenizer.pad_token_id, pad_to_multiple_of).items()
-                }
-                sync = index == len(group) - 1
-                with nullcontext() if sync else accelerator.no_sync(model):
-                    loss = model(**batch, num_items_in_batch=num_items).loss  # prepare() added the autocast
-                    accelerator.backward(loss)
-                window_loss += loss.detach()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            progress.step += 1
-            window_updates += 1
-            bar.update(elapsed())
+    def validate(self) -> None:
+        """The validation figures, logged; the model saved in OUTPUT_DIR/best when its loss is the lowest yet."""
+        progress = self.progress
+        figures = self.validation(self.accelerator, self.model)
+        self.write_log({"step": progress.step, **figures})
+        if self.accelerator.is_main_process:
+            progress.write(f"update {progress.step}: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+        if progress.best_valid_loss is None or figures["valid_loss"] < progress.best_valid_loss:
+            progress.best_step, progress.best_valid_loss = progress.step, figures["valid_loss"]
+            save_model_folder(self.accelerator, self.model, self.context.output_dir / BEST_DIR, self.context.tokenizer)
 
-            finished = progress.step >= settings.max_steps
-            logging_now = progress.step % settings.log_every == 0 or finished
-            if settings.max_train_minutes is not None and logging_now:
-                finished |= any_process(accelerator, elapsed() > 60 * settings.max_train_minutes)
-            stop_check = accelerator.num_processes == 1 or progress.step % SIGNAL_CHECK_EVERY == 0
-            if stop_check and any_process(accelerator, signals.received is not None):
-                finished = True
-                signals.received = signals.received or "SIGTERM"
-                logger.warning(
-                    f"{signals.received}: saving a checkpoint at update {progress.step} and stopping",
-                    main_process_only=True,
-                )
-            if logging_now or finished:
-                now = time.perf_counter()
-                tokens = int(accelerator.reduce(torch.tensor(window_tokens, device=accelerator.device), "sum"))
-                mean_loss = float(accelerator.reduce(window_loss / window_updates, reduction="mean"))
-                last_loss = mean_loss
-                metrics = {
-                    "step": progress.step,
-                    "epoch": progress.epoch,
-                    "loss": round(mean_loss, 4),
-                    "perplexity": round(math.exp(min(mean_loss, 50)), 2),
-                    "lr": scheduler.get_last_lr()[0],
-                    "tokens_per_second": round(tokens / (now - window_start), 1),
-                    "padding": round(padding, 4),
-                }
-                write_log(metrics)
-                bar.bar.set_postfix(
-                    loss=metrics["loss"], lr=f"{metrics['lr']:.2e}", tok_s=metrics["tokens_per_second"]
-                )
-                progress.tokens += tokens
-                window_start, window_tokens, window_updates = now, 0, 0
-                window_loss.zero_()
-            paused = time.perf_counter()
-            if (
-                validation is not None
-                and settings.eval_every
-                and (progress.step % settings.eval_every == 0 or finished)
-            ):
-                figures = validation(accelerator, model)
-                write_log({"step": progress.step, **figures})
-                if accelerator.is_main_process:
-                    bar.bar.write(f"update {progress.step}: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
-                if progress.best_valid_loss is None or figures["valid_loss"] < progress.best_valid_loss:
-                    progress.best_step, progress.best_valid_loss = progress.step, figures["valid_loss"]
-                    save_model_folder(accelerator, model, output_dir / BEST_DIR, tokenizer)
-            if progress.step % settings.save_every == 0 or finished:
-                progress.train_seconds = elapsed()
-                save_checkpoint(
-                    accelerator,
-                    output_dir,
-                    progress.step,
-                    model,
-                    optimizer,
-                    scheduler,
-                    tokenizer,
-                    progress.state_dict(),
-                    settings.keep_last,
-                )
-            window_start += time.perf_counter() - paused  # validation and saving are not training speed
-            if finished:
-                break
-    progress.train_seconds = elapsed()
-    model.eval()
-    return TrainingResult(
-        steps=progress.step,
-        epochs=progress.epoch,
-        train_seconds=round(progress.train_seconds, 1),
-        train_tokens=progress.tokens,
-        train_tokens_per_second=round(progress.tokens / max(progress.train_seconds, 1e-9), 1),
-        final_loss=round(last_loss, 4),
-        padding_fraction=round(padding, 4),
-        mixed_precision=accelerator.mixed_precision,
-        batch_tokens=max_tokens,
-        best_step=progress.best_step,
-        best_valid_loss=progress.best_valid_loss,
-        stopped_by_signal=signals.received,
-        dynamo_backend=backend,
-        compiled_graphs=_compiled_graphs() - graphs_before if compiled else 0,
-    )
+    def checkpoint(self) -> None:
+        """checkpoint-STEP, with the progress so far (`training.checkpoints.save_checkpoint`)."""
+        self.progress.train_seconds = self.elapsed()
+        save_checkpoint(
+            self.accelerator,
+            self.context.output_dir,
+            self.progress.step,
+            self.model,
+            self.optimizer,
+            self.scheduler,
+            self.context.tokenizer,
+            self.progress.state_dict(),
+            self.settings.keep_last,
+        )
+
+    def result(self) -> TrainingResult:
+        progress = self.progress
+        return TrainingResult(
+            steps=progress.step,
+            epochs=progress.epoch,
+            train_seconds=round(progress.train_seconds, 1),
+            train_tokens=progress.tokens,
+            train_tokens_per_second=round(progress.tokens / max(progress.train_seconds, 1e-9), 1),
+            final_loss=round(self.last_loss, 4),
+            padding_fraction=round(self.padding, 4),
+            mixed_precision=self.accelerator.mixed_precision,
+            batch_tokens=self.max_tokens,
+            best_step=progress.best_step,
+            best_valid_loss=progress.best_valid_loss,
+            stopped_by_signal=self.signals.received,
+            dynamo_backend=self.backend,
+            compiled_graphs=_compiled_graphs() - self.graphs_before if self.compiled else 0,
+        )
 
 
 def _compiled_graphs() -> int:

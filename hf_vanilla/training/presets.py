@@ -1,6 +1,5 @@
-"""Training hyper-parameters of each recipe preset; the model sizes themselves are `hf_vanilla.PRESETS`."""
-
-from dataclasses import dataclass
+"""Training hyper-parameters of each recipe preset (values of `training.arguments.RunSettings`); the model sizes
+themselves are `hf_vanilla.PRESETS`."""
 
 from .. import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 
@@ -20,31 +19,20 @@ def new_model(model_preset: str, tokenizer, **overrides) -> VanillaTransformerFo
     return VanillaTransformerForConditionalGeneration(config)
 
 
-@dataclass(frozen=True, kw_only=True)
-class TrainingPreset:
-    model_preset: str
-    vocab_size: int
-    tokens_per_step: int  # source (and target) tokens per update, over all processes and accumulated batches
-    warmup_steps: int
-    max_steps: int
-    average_last: int  # checkpoints averaged at the end (the paper: 5 for base, 20 for big)
-    save_every: int
-    eval_every: int  # updates between validation losses (0: none)
-    lr_scale: float = 1.0
-    # Training pairs with a side of more tokens, or a length ratio above this, are dropped (fairseq's WMT14 recipes
-    # clean their corpora with Moses' clean-corpus-n.perl at 1-250 tokens and ratio 1.5).
-    max_length: int | None = 250
-    max_length_ratio: float | None = 1.5
-    max_source_words: int | None = None  # held-out pairs longer than this are dropped (and training pairs, by default)
-    max_train_source_words: int | None = (
-        None  # training pairs longer than this are dropped (default: max_source_words)
-    )
+# What a preset gives unless it says otherwise: the paper's learning rate, and training pairs with a side of more than
+# 250 tokens, or a length ratio above 1.5, dropped (fairseq's WMT14 recipes clean their corpora with Moses'
+# clean-corpus-n.perl at 1-250 tokens and ratio 1.5). A preset is a dict of `RunSettings` values (or of a recipe's
+# own settings): the model's size `model_preset`, `vocab_size`, `tokens_per_step` (source and target tokens per
+# update over all processes and accumulated batches), `warmup_steps`, `max_steps`, `average_last` (checkpoints
+# averaged: the paper's 5 for base, 20 for big), `save_every`, `eval_every` (0: no validation), and any other.
+PAPER = dict(lr_scale=1.0, max_length=250, max_length_ratio=1.5)
 
 
 WMT_PRESETS = {
     # Section 5.2: ~25,000 source and 25,000 target tokens an update, 100k updates (base) or 300k (big), checkpoints
     # every 10 minutes averaged (here: every 1,000 / 3,000 updates).
-    "base": TrainingPreset(
+    "base": dict(
+        PAPER,
         model_preset="base",
         vocab_size=37000,
         tokens_per_step=25000,
@@ -54,7 +42,8 @@ WMT_PRESETS = {
         save_every=1000,
         eval_every=1000,
     ),
-    "big": TrainingPreset(
+    "big": dict(
+        PAPER,
         model_preset="big",
         vocab_size=37000,
         tokens_per_step=25000,
@@ -65,7 +54,8 @@ WMT_PRESETS = {
         eval_every=3000,
     ),
     # Section 6.1: big English-French, dropout 0.1, 32,000 word-pieces.
-    "big_enfr": TrainingPreset(
+    "big_enfr": dict(
+        PAPER,
         model_preset="big_enfr",
         vocab_size=32000,
         tokens_per_step=25000,
@@ -77,7 +67,8 @@ WMT_PRESETS = {
     ),
     # The offline CPU demo on the Bible corpus: tested on verses of at most 16 words, trained on those of at most 32,
     # half the paper's learning rate; `docs/experiments.md` has the runs behind each value.
-    "demo": TrainingPreset(
+    "demo": dict(
+        PAPER,
         model_preset="demo",
         vocab_size=4000,
         tokens_per_step=2000,
@@ -91,7 +82,8 @@ WMT_PRESETS = {
         max_train_source_words=32,
     ),
     # For tests of the recipe itself (kills, resumes, launches): the tiny model, seconds an update on a CPU.
-    "tiny": TrainingPreset(
+    "tiny": dict(
+        PAPER,
         model_preset="tiny",
         vocab_size=1000,
         tokens_per_step=1000,
@@ -108,7 +100,8 @@ WMT_PRESETS = {
 PARSING_PRESETS = {
     # Section 6.3: 4 layers, d_model 1024 (16 heads, d_ff 4096), 16k BPE for WSJ only, beam 21, alpha 0.3, +300.
     # Linearized trees are 3-4 times as long as their sentences: no length-ratio filter.
-    "parsing": TrainingPreset(
+    "parsing": dict(
+        PAPER,
         model_preset="parsing",
         vocab_size=16000,
         tokens_per_step=25000,
@@ -122,7 +115,8 @@ PARSING_PRESETS = {
     ),
     # The offline CPU demo on NLTK's WSJ sample: a 128-wide parser that copies the words into its trees, a quarter of
     # the paper's learning rate; `docs/experiments.md` has the runs behind each value.
-    "demo": TrainingPreset(
+    "demo": dict(
+        PAPER,
         model_preset="demo_parsing",
         vocab_size=4000,
         tokens_per_step=2000,

@@ -1,5 +1,36 @@
-"""The steps both recipes take, each a function, so that each recipe reads top to bottom like section 5 of the paper:
-start, data, checks, tokenizer, model, training, averaging, evaluation, results, card, upload."""
+"""The steps every recipe takes, each a function of the run (`RunContext`), so that a recipe reads top to bottom like
+section 5 of the paper and holds only what is its own: its data, its metric and its decoding.
+
+A recipe (see recipes/wmt_ende.py) is:
+
+    @dataclass
+    class Arguments(RunSettings):            # the shared flags, plus the recipe's own: its data, its decoding
+        dataset: str = setting("...")
+        min_length: int | None = setting("...")                    # None: the preset's, or the model's own
+        GENERATION_CONFIG = (*RunSettings.GENERATION_CONFIG, "min_length")  # set on the model when not None
+    PRESETS = {"demo": dict(PAPER, model_preset="demo", vocab_size=4000, ...)}   # a dict of settings each
+
+    def main(args: Arguments) -> dict:
+        run = start("name", args, PRESETS)     # settings = flags over the preset; accelerator; output folder; seed
+        corpus = ...                           # a DatasetDict: train, validation, test; a `translation` column of
+                                               # {source: text, target: text} (other columns are the recipe's)
+        check_before_training(run, corpus, dataset, "--dataset")
+        build_tokenizer(run, corpus["train"], (source, target), dataset)      # run.tokenizer
+        build_model(run)                       # run.model (or --init-from's), with the flags' configuration
+        def validation_metric(model, pairs) -> dict: ...       # greedy decodings of a few validation pairs
+        def evaluate(model, pairs) -> tuple[dict, list[dict]]:  # the final decoding: figures (results.json fields),
+            ...                                                 # samples; may write files in run.output_dir
+        return train_and_evaluate(run, corpus, (source, target), validation_metric, evaluate, extra={"task": ...})
+
+    if __name__ == "__main__":
+        run_recipe(main, HfArgumentParser(Arguments).parse_args_into_dataclasses()[0], "name")
+
+(`setting` is `training.arguments.setting`, `PAPER` `training.presets.PAPER`.) A preset may set the recipe's own
+fields too; a flag whose default is not None (a `bool` flag, say) always wins over its preset. `train_and_evaluate`
+trains, averages, evaluates on the main process, writes results.json (`extra`, the evaluation's figures, the training
+figures, every setting), samples.jsonl and the card (`hf_vanilla.cards`, by `extra["task"]`), and uploads; a stop
+signal ends the run after its checkpoint.
+"""
 
 import hashlib
 import json
@@ -20,6 +51,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 from .. import VanillaTransformerForConditionalGeneration
 from ..cards import render_model_card
 from ..data.encoding import EncodedPairs, encode_pairs
+from ..hub import PublishError, build_hub_folder, push_model_folder
 from ..tokenization import (
     PROVENANCE_FILE,
     TokenizerMismatch,
@@ -30,10 +62,11 @@ from ..tokenization import (
     write_tokenizer_folder,
 )
 from .accelerator import create_accelerator
-from .arguments import RecipeArguments, RunSettings, resolve
+from .arguments import RunSettings, resolve
 from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
 from .collectives import StepError, agreed_failure, broadcast_value, one_line
-from .loop import TrainingResult, train
+from .context import RunContext, TrainingResult
+from .loop import train
 from .preflight import (
     PreflightError,
     check_hub,
@@ -43,7 +76,7 @@ from .preflight import (
     refuse_metric_under_fsdp,
     run_checks,
 )
-from .presets import TrainingPreset, new_model
+from .presets import new_model
 from .validation import Validation
 
 logger = get_logger(__name__)
@@ -71,95 +104,73 @@ def run_recipe(main: Callable, args, name: str):
         raise SystemExit(f"{name}: {error}" if first_process else 1) from None
 
 
-def start(
-    project: str, args: RecipeArguments, presets: dict[str, TrainingPreset]
-) -> tuple[Accelerator, TrainingPreset, Path]:
-    """The preset, the output folder and the `Accelerator` (precision as launched unless --mixed-precision is given),
-    seeded. DeepSpeed is refused before Accelerate starts it."""
-    if args.preset not in presets:
-        raise PreflightError(f"--preset must be one of {', '.join(sorted(presets))}, got {args.preset!r}")
+def start(name: str, args: RunSettings, presets: dict[str, dict]) -> RunContext:
+    """The run: `args` resolved against their preset (`presets[args.preset]`), the output folder, and the
+    `Accelerator` (precision as launched unless --mixed-precision is given), seeded. DeepSpeed is refused before
+    Accelerate starts it."""
     if args.eval_only and args.resume:
         raise PreflightError("--eval-only trains nothing: it cannot --resume")
     if args.eval_only and args.init_from is None:  # scoring a fresh random model would overwrite a run's results
         raise PreflightError("--eval-only scores --init-from MODEL (e.g. --init-from RUN/final --output-dir RUN-eval)")
+    if args.init_from is not None and args.vocab_size is not None:
+        raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
+    settings = resolve(args, presets)
     refuse_deepspeed()
-    refuse_metric_under_fsdp(args.eval_metric_sentences)
-    output_dir = Path(args.output_dir or f"runs/{project}")
+    refuse_metric_under_fsdp(settings.eval_metric_sentences)
+    output_dir = Path(settings.output_dir or f"runs/{name}")
     accelerator = create_accelerator(
-        project, output_dir, args.mixed_precision, args.report_to, vars(args), args.torch_compile
+        name, output_dir, settings.mixed_precision, settings.report_to, vars(settings), settings.torch_compile
     )
-    set_seed(args.seed)
-    return accelerator, presets[args.preset], output_dir
+    set_seed(settings.seed)
+    return RunContext(name, settings, accelerator, output_dir)
 
 
-def settings_for(args: RecipeArguments, preset: TrainingPreset) -> RunSettings:
-    """The run's settings: the command line resolved against the preset (a PreflightError for values that cannot
-    work)."""
-    from .. import VanillaTransformerConfig
-
-    d_model = VanillaTransformerConfig.from_preset(preset.model_preset).d_model
-    try:
-        return resolve(args, preset, d_model)
-    except ValueError as error:
-        raise PreflightError(str(error)) from error
-
-
-def check_before_training(
-    accelerator: Accelerator,
-    args: RecipeArguments,
-    settings: RunSettings,
-    corpus,
-    source: str,
-    flag: str,
-    output_dir: Path,
-) -> None:
+def check_before_training(run: RunContext, corpus, source: str, flag: str) -> None:
     """What can fail after hours, checked in seconds on every process: the splits the run reads (from `source`,
     given by `flag`), the output folder, the Hub repo."""
-    validate = settings.eval_every > 0 and not args.eval_only
-    needed = {"train": flag, args.eval_split: "--eval-split", **({"validation": "--eval-every 0"} if validate else {})}
+    settings = run.settings
+    validate = settings.eval_every > 0 and not settings.eval_only
+    needed = {"train": flag, settings.eval_split: "--eval-split"}
+    if validate:
+        needed["validation"] = "--eval-every 0"
     run_checks(
-        accelerator,
+        run.accelerator,
         [
             lambda: check_splits(corpus, needed, source),
-            lambda: check_writable(output_dir),
-            *([lambda: check_hub(args.push_to_hub)] if args.push_to_hub else []),
+            lambda: check_writable(run.output_dir),
+            *([lambda: check_hub(settings.push_to_hub)] if settings.push_to_hub else []),
         ],
     )
 
 
-def run_tokenizer(
-    accelerator: Accelerator,
-    args: RecipeArguments,
-    output_dir: Path,
-    train_split,
-    languages: tuple[str, str],
-    settings: RunSettings,
-    dataset: str,
-    whitespace_only: bool = False,
-):
-    """The tokenizer of `--init-from` (recorded as such in OUTPUT_DIR/tokenizer), or the shared BPE trained for this
-    run on its training split; either way a tokenizer folder from another run is refused."""
-    if args.init_from is None:
-        return prepare_shared_tokenizer(
-            accelerator, output_dir, train_split, languages, settings.vocab_size, dataset, whitespace_only
+def build_tokenizer(
+    run: RunContext, train_split, languages: tuple[str, str], dataset: str, whitespace_only: bool = False
+) -> PreTrainedTokenizerFast:
+    """`run.tokenizer`: the tokenizer of `--init-from` (recorded as such in OUTPUT_DIR/tokenizer), or the shared BPE
+    trained for this run on `train_split`'s `languages` (see `prepare_shared_tokenizer`); either way a tokenizer
+    folder from another run is refused."""
+    settings, accelerator = run.settings, run.accelerator
+    if settings.init_from is None:
+        run.tokenizer = prepare_shared_tokenizer(
+            accelerator, run.output_dir, train_split, languages, settings.vocab_size, dataset, whitespace_only
         )
-    if args.vocab_size is not None:
-        raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
-    folder = output_dir / "tokenizer"
-    expected = {"init_from": args.init_from}
+        return run.tokenizer
+    folder = run.output_dir / "tokenizer"
+    expected = {"init_from": settings.init_from}
 
     def describe(error: BaseException) -> str:
         if isinstance(error, TokenizerMismatch):
             return str(error)
-        return f"--init-from {args.init_from}: cannot load its tokenizer ({str(error).splitlines()[0]})"
+        return f"--init-from {settings.init_from}: cannot load its tokenizer ({str(error).splitlines()[0]})"
 
     with agreed_failure(accelerator, PreflightError, catch=(TokenizerMismatch, OSError), describe=describe):
         if accelerator.is_main_process:
             if (folder / "tokenizer.json").exists():
                 check_provenance(folder, expected)
             else:
-                write_tokenizer_folder(folder, AutoTokenizer.from_pretrained(args.init_from), expected)
-    return AutoTokenizer.from_pretrained(folder)
+                write_tokenizer_folder(folder, AutoTokenizer.from_pretrained(settings.init_from), expected)
+    run.tokenizer = AutoTokenizer.from_pretrained(folder)
+    return run.tokenizer
 
 
 def prepare_shared_tokenizer(
@@ -187,24 +198,26 @@ def prepare_shared_tokenizer(
     return load_tokenizer(folder)
 
 
-def run_model(
-    args: RecipeArguments, settings: RunSettings, tokenizer, **overrides
-) -> VanillaTransformerForConditionalGeneration:
-    """`--init-from`'s model, or a new one of the preset's size; the command line's dropout, label smoothing and
-    decoding settings applied to either."""
+def build_model(run: RunContext, **overrides) -> VanillaTransformerForConditionalGeneration:
+    """`run.model`: `--init-from`'s model, or a new one of the preset's size with `overrides` (configuration fields);
+    the command line's model settings (dropout, label smoothing, ...) and decoding settings applied to either."""
+    settings = run.settings
     overrides = {**overrides, **settings.model_overrides}
-    if args.init_from is not None:
+    if settings.init_from is not None:
         try:
-            model = VanillaTransformerForConditionalGeneration.from_pretrained(args.init_from, **overrides)
+            model = VanillaTransformerForConditionalGeneration.from_pretrained(settings.init_from, **overrides)
         except OSError as error:
-            raise PreflightError(f"--init-from {args.init_from}: {str(error).splitlines()[0]}") from error
-        if model.config.vocab_size != len(tokenizer):
-            raise PreflightError(f"--init-from {args.init_from}: its tokenizer and model disagree on the vocabulary")
+            raise PreflightError(f"--init-from {settings.init_from}: {str(error).splitlines()[0]}") from error
+        if model.config.vocab_size != len(run.tokenizer):
+            raise PreflightError(
+                f"--init-from {settings.init_from}: its tokenizer and model disagree on the vocabulary"
+            )
     else:
-        model = new_model(settings.model_preset, tokenizer, **overrides)
+        model = new_model(settings.model_preset, run.tokenizer, **overrides)
     model.generation_config.update(**settings.decoding)
     if model.generation_config.num_beams == 1:  # greedy: the beam-search settings would make the config invalid
         model.generation_config.update(early_stopping=False, length_penalty=1.0)
+    run.model = model
     return model
 
 
@@ -226,11 +239,10 @@ def encoded_split(
         return encode_pairs(pairs, tokenizer, *languages, cache_file=output_dir / "cache" / f"{split}-{key}.arrow")
 
 
-def training_examples(
-    accelerator: Accelerator, pairs, tokenizer, languages: tuple[str, str], settings: RunSettings, output_dir: Path
-) -> EncodedPairs:
+def training_examples(run: RunContext, pairs, languages: tuple[str, str]) -> EncodedPairs:
     """The training pairs' token ids, length-filtered (the count dropped is logged)."""
-    examples = encoded_split(accelerator, pairs, tokenizer, languages, output_dir, "train")
+    settings = run.settings
+    examples = encoded_split(run.accelerator, pairs, run.tokenizer, languages, run.output_dir, "train")
     try:
         examples, dropped = examples.length_filter(settings.max_length, settings.max_length_ratio)
     except ValueError as error:  # every pair filtered out: before the first update, one line
@@ -244,78 +256,83 @@ def training_examples(
     return examples
 
 
-def interrupted(accelerator: Accelerator, training: TrainingResult, output_dir: Path) -> bool:
-    """Whether a stop signal ended training (its checkpoint saved): the run then stops without averaging or
-    evaluating, so that a preempted job exits quickly, and `--resume` continues it."""
-    if training.stopped_by_signal is None:
+def end_run_after_stop_signal(run: RunContext) -> bool:
+    """Ends the run (its trackers) when a stop signal ended its training, its checkpoint saved, and says so: the run
+    then stops without averaging or evaluating, so that a preempted job exits quickly, and `--resume` continues it.
+    Returns whether it ended the run."""
+    if run.training.stopped_by_signal is None:
         return False
     logger.warning(
-        f"{training.stopped_by_signal} received: stopped after update {training.steps}, checkpoint saved in "
-        f"{output_dir}; run the same command with --resume to continue",
+        f"{run.training.stopped_by_signal} received: stopped after update {run.training.steps}, checkpoint saved in "
+        f"{run.output_dir}; run the same command with --resume to continue",
         main_process_only=True,
     )
-    accelerator.end_training()
+    run.accelerator.end_training()
     return True
 
 
 def validation_for(
-    accelerator: Accelerator,
-    pairs,
-    tokenizer,
-    languages: tuple[str, str],
-    output_dir: Path,
-    settings: RunSettings,
-    tokens_per_step: int,
-    metric: Callable[[torch.nn.Module], dict],
+    run: RunContext, pairs, languages: tuple[str, str], metric: Callable[[torch.nn.Module], dict]
 ) -> Validation:
     """Validation on `pairs` (encoded once, like the training split), with `metric` (decoding a few of them) when
     --eval-metric-sentences asks for it."""
-    examples = encoded_split(accelerator, pairs, tokenizer, languages, output_dir, "validation")
+    examples = encoded_split(run.accelerator, pairs, run.tokenizer, languages, run.output_dir, "validation")
     return Validation(
         examples,
-        max_tokens=4 * tokens_per_step,
-        pad_token_id=tokenizer.pad_token_id,
-        metric=metric if settings.eval_metric_sentences else None,
+        max_tokens=4 * run.settings.tokens_per_step,
+        pad_token_id=run.tokenizer.pad_token_id,
+        metric=metric if run.settings.eval_metric_sentences else None,
     )
 
 
 def train_and_average(
-    accelerator: Accelerator,
-    args: RecipeArguments,
-    model,
-    tokenizer,
-    corpus,
-    languages: tuple[str, str],
-    settings: RunSettings,
-    tokens_per_step: int,
-    output_dir: Path,
-    metric: Callable[[torch.nn.Module, object], dict],
-) -> tuple[torch.nn.Module, TrainingResult, list[str]]:
-    """Training (validated every --eval-every updates; `metric(model, pairs)` scores a few decoded validation pairs),
-    then the average of the newest checkpoints, loaded: the model to evaluate, the training figures, the averaged
-    checkpoints.
-    With --eval-only, the model as given; after a stop signal (`interrupted`), the model as trained so far."""
-    if args.eval_only:
-        return model, untrained_result(accelerator), []
-    examples = training_examples(accelerator, corpus["train"], tokenizer, languages, settings, output_dir)
+    run: RunContext, corpus, languages: tuple[str, str], metric: Callable[[torch.nn.Module, object], dict]
+) -> TrainingResult:
+    """`run.model` trained on `corpus["train"]` (validated every --eval-every updates on `corpus["validation"]`;
+    `metric(model, pairs)` scores a few decoded validation pairs), then replaced by the average of the newest
+    checkpoints, loaded; sets and returns `run.training` (and `run.averaged`).
+    With --eval-only, the model stays as given; after a stop signal, the model as trained so far."""
+    settings = run.settings
+    if settings.eval_only:
+        run.training = untrained_result(run.accelerator)
+        return run.training
+    examples = training_examples(run, corpus["train"], languages)
     validation = None
     if settings.eval_every > 0:
         held = first(corpus["validation"], settings.eval_metric_sentences)
-        validation = validation_for(
-            accelerator,
-            corpus["validation"],
-            tokenizer,
-            languages,
-            output_dir,
-            settings,
-            tokens_per_step,
-            lambda current: metric(current, held),
-        )
-    training = train(accelerator, model, tokenizer, examples, settings, output_dir, args.resume, validation)
-    if interrupted(accelerator, training, output_dir):
-        return model, training, []
-    final, averaged = average_final(accelerator, output_dir, settings.average_last)
-    return VanillaTransformerForConditionalGeneration.from_pretrained(final), training, averaged
+        validation = validation_for(run, corpus["validation"], languages, lambda current: metric(current, held))
+    run.training = train(run, examples, validation)
+    if run.training.stopped_by_signal is None:
+        final, run.averaged = average_final(run.accelerator, run.output_dir, settings.average_last)
+        run.model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
+    return run.training
+
+
+def train_and_evaluate(
+    run: RunContext,
+    corpus,
+    languages: tuple[str, str],
+    validation_metric: Callable[[torch.nn.Module, object], dict],
+    evaluate: Callable[[torch.nn.Module, object], tuple[dict, list[dict]]],
+    extra: dict,
+) -> dict:
+    """The second half of every recipe, once its data, tokenizer and model are there: `train_and_average`, then, on
+    the main process, `evaluate(model, held_out)` (the recipe's decoding and metric on the first --eval-sentences
+    pairs of --eval-split: its figures and samples, {"source", "reference", "hypothesis"} each) and `finish` (with
+    `extra`, the recipe's own results fields). A failure there stops every process; a stop signal in training ends
+    the run at once (`end_run_after_stop_signal`). Returns results.json's record (on the main process)."""
+    training = train_and_average(run, corpus, languages, validation_metric)
+    if end_run_after_stop_signal(run):
+        return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
+    results = {}
+    with agreed_failure(run.accelerator, StepError, "could not finish the run", catch=(OSError, PublishError)):
+        if run.is_main_process:
+            held_out = first(corpus[run.settings.eval_split], run.settings.eval_sentences)
+            model = run.model.to(run.accelerator.device).eval()
+            evaluation, samples = evaluate(model, held_out)
+            results = finish(run, evaluation, samples, extra)
+    run.accelerator.end_training()
+    return results
 
 
 def first(pairs, count: int | None):
@@ -323,26 +340,15 @@ def first(pairs, count: int | None):
     return pairs if count is None else pairs.select(range(min(count, len(pairs))))
 
 
-def finish(
-    accelerator: Accelerator,
-    args: RecipeArguments,
-    settings: RunSettings,
-    training: TrainingResult,
-    model,
-    averaged: list[str],
-    evaluation: dict,
-    samples: list[dict],
-    extra: dict,
-    output_dir: Path,
-) -> dict:
+def finish(run: RunContext, evaluation: dict, samples: list[dict], extra: dict) -> dict:
     """On the main process, after evaluation: results.json, samples, the card, the trackers, the upload."""
-    evaluation = {**evaluation, "eval_split": args.eval_split}
-    results = results_record(accelerator, args, settings, training, model, averaged, evaluation, extra)
-    write_outputs(output_dir, results, samples, model, args.push_to_hub)
+    evaluation = {**evaluation, "eval_split": run.settings.eval_split}
+    results = results_record(run, evaluation, extra)
+    write_outputs(run.output_dir, results, samples, run.model, run.settings.push_to_hub)
     figures = {f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))}
-    accelerator.log(figures, step=training.steps)
-    if args.push_to_hub:
-        publish(output_dir, args.push_to_hub)
+    run.accelerator.log(figures, step=run.training.steps)
+    if run.settings.push_to_hub:
+        publish(run.output_dir, run.settings.push_to_hub)
     return results
 
 
@@ -391,33 +397,25 @@ def untrained_result(accelerator: Accelerator) -> TrainingResult:
     )
 
 
-def results_record(
-    accelerator: Accelerator,
-    args: RecipeArguments,
-    settings: RunSettings,
-    training: TrainingResult,
-    model,
-    averaged: list[str],
-    evaluation: dict,
-    extra: dict,
-) -> dict:
+def results_record(run: RunContext, evaluation: dict, extra: dict) -> dict:
     """results.json: what was evaluated and how it was trained, with the settings really in force."""
+    accelerator, settings = run.accelerator, run.settings
     return {
         **extra,
         **evaluation,
-        **{k: v for k, v in vars(training).items()},
-        "averaged_checkpoints": averaged,
-        "preset": args.preset,
+        **{k: v for k, v in vars(run.training).items()},
+        "averaged_checkpoints": run.averaged,
+        "preset": settings.preset,
         "training_preset": settings.as_dict(),
         "num_processes": accelerator.num_processes,
         "distributed_type": accelerator.distributed_type.value,
         "mixed_precision": accelerator.mixed_precision,
         "device": str(accelerator.device),
         "hardware": hardware_description(accelerator),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "seed": args.seed,
-        "init_from": args.init_from,
-        "eval_only": args.eval_only,
+        "parameters": sum(p.numel() for p in run.model.parameters()),
+        "seed": settings.seed,
+        "init_from": settings.init_from,
+        "eval_only": settings.eval_only,
         "command": " ".join(sys.argv),
     }
 
@@ -441,7 +439,6 @@ def write_outputs(output_dir: Path, results: dict, samples: list[dict], model, r
 
 def publish(output_dir: Path, repo_id: str) -> str:
     """Builds OUTPUT_DIR/hub from the run and uploads it to `repo_id`."""
-    from ..hub import build_hub_folder, push_model_folder
 
     url = push_model_folder(build_hub_folder(output_dir, output_dir / "hub", repo_id), repo_id)
     print(f"published {repo_id}: {url}")

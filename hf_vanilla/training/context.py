@@ -1,0 +1,52 @@
+"""One run of a recipe, handed from step to step (`training.run`) and to the training loop: its settings, its
+`Accelerator`, its output folder, and the tokenizer, model and training figures once they exist."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelerate import Accelerator
+from transformers import PreTrainedTokenizerBase
+
+from ..modeling_vanilla import VanillaTransformerForConditionalGeneration
+from .arguments import RunSettings
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """What a training run did, for results.json and the card."""
+
+    steps: int
+    epochs: int
+    train_seconds: float
+    train_tokens: int
+    train_tokens_per_second: float
+    final_loss: float
+    padding_fraction: float
+    mixed_precision: str
+    batch_tokens: int
+    best_step: int | None = None
+    best_valid_loss: float | None = None
+    stopped_by_signal: str | None = None
+    dynamo_backend: str = "no"  # torch.compile's backend (`accelerate launch --dynamo_backend` or --torch-compile)
+    compiled_graphs: int = 0  # graphs torch.compile built in training: 1 plus its recompilations
+
+
+@dataclass
+class RunContext:
+    """One run: `name` (the recipe's: the tracker's project, the default folder runs/NAME), `settings` (the command
+    line merged with the preset, `training.arguments.resolve`), `accelerator`, `output_dir`; then, as the steps of
+    `training.run` set them, `tokenizer` (`build_tokenizer`), `model` (`build_model`; after training, the averaged
+    model), `training` (what training did) and `averaged` (the checkpoints averaged into OUTPUT_DIR/final)."""
+
+    name: str
+    settings: RunSettings
+    accelerator: Accelerator
+    output_dir: Path
+    tokenizer: PreTrainedTokenizerBase | None = None
+    model: VanillaTransformerForConditionalGeneration | None = None
+    training: TrainingResult | None = None
+    averaged: list[str] = field(default_factory=list)
+
+    @property
+    def is_main_process(self) -> bool:
+        return self.accelerator.is_main_process
