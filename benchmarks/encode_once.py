@@ -59,7 +59,7 @@ def main() -> None:
     each_wall, each_own, each = timed(accelerator, lambda: encode_pairs(train, tokenizer, *LANGUAGES))
     datasets.enable_caching()
     once_wall, once_own, once = timed(
-        accelerator, lambda: encoded_split(accelerator, train, tokenizer, LANGUAGES, output_dir, "train")
+        accelerator, lambda: encoded_split(accelerator, train, tokenizer, LANGUAGES, output_dir, "train")[0]
     )
     arrays = ("source_ids", "source_offsets", "target_ids", "target_offsets")
     same = all(gather_object([all((getattr(each, a) == getattr(once, a)).all() for a in arrays)]))

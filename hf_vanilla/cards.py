@@ -12,6 +12,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from transformers import GenerationConfig
 
 from .configuration_vanilla import VanillaTransformerConfig
+from .evaluation.summarization import MULTI_REFERENCE_RULE
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -69,7 +70,18 @@ TASK_RESULTS = {
         "evalb_sentences",
         "repaired_share",
     ),
+    "summarization": (
+        "dataset",
+        "rouge1",
+        "rouge2",
+        "rougeL",
+        "rougeLsum",
+        "eval_items",
+        "pointer_generator",
+        "truncated",
+    ),
 }
+ROUGE_NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 
 
 class CardError(ValueError):
@@ -93,8 +105,12 @@ def _duration(seconds: float) -> str:
 
 def expected_metrics(results: dict) -> dict[str, float]:
     """The figures a card's `model-index` must carry, keyed by metric type."""
-    if _check_results(results) == "translation":
+    task = _check_results(results)
+    if task == "translation":
         return {"sacrebleu": results["sacrebleu"], "bleu": results["tokenized_bleu"]}
+    if task == "summarization":  # the single-reference figures, and the multi-reference ones where there are some
+        names = [*ROUGE_NAMES, *(f"{name}_multi_reference" for name in ROUGE_NAMES)]
+        return {name: results[name] for name in names if results.get(name) is not None}
     return {
         "f1": results["evalb_f1"],
         "precision": results["evalb_precision"],
@@ -110,6 +126,16 @@ def _card_data(results: dict, model_name: str) -> ModelCardData:
         languages = [results["source_lang"], results["target_lang"]]
         names = {"sacrebleu": "sacreBLEU", "bleu": "BLEU (tokenized, compound split)"}
         task, task_name, tags = "translation", "Translation", ["translation"]
+    elif results["task"] == "summarization":
+        corpus = summarization_corpus(results["dataset"])
+        dataset, languages = corpus["name"], ["en"]
+        names = {
+            **ROUGE_NAMES,
+            **{f"{k}_multi_reference": f"{v} (best of all references)" for k, v in ROUGE_NAMES.items()},
+        }
+        task, task_name, tags = "summarization", "Summarization", ["summarization"]
+        if results["pointer_generator"]:
+            tags.append("pointer-generator")
     else:
         dataset = Path(results["treebank"]).name
         languages = ["en"]
@@ -136,9 +162,9 @@ def _card_data(results: dict, model_name: str) -> ModelCardData:
     return ModelCardData(
         model_name=model_name,
         language=languages,
-        license="apache-2.0",
+        license=summarization_corpus(results["dataset"])["licence"] if task == "summarization" else "apache-2.0",
         library_name="transformers",
-        pipeline_tag="translation" if task == "translation" else "text2text-generation",
+        pipeline_tag=task if task in ("translation", "summarization") else "text2text-generation",
         tags=["hf_vanilla", "transformer", "attention-is-all-you-need", *tags],
         eval_results=evaluations,
     )
@@ -174,6 +200,17 @@ def render_model_card(
             example="The book is on the table.",
             limits=_translation_limits(results),
             data_licence=_data_licence(results["dataset"]),
+        )
+    elif task == "summarization":
+        corpus = summarization_corpus(results["dataset"])
+        context.update(
+            dataset_name=corpus["name"],
+            dataset_citation=corpus["citation"],
+            data_licence=corpus["rights"],
+            limits=corpus["limits"],
+            example=corpus["example"],
+            truncation_summary=_truncation_summary(results["truncated"]),
+            multi_reference_rule=MULTI_REFERENCE_RULE,
         )
     else:
         full_wsj = Path(results["treebank"]).name != "nltk"
@@ -246,3 +283,88 @@ def _data_licence(dataset: str) -> str:
     if dataset == "wmt14":
         return "the WMT14 training corpora (Europarl, Common Crawl, News Commentary) come under their own terms."
     return f"the training data (`{dataset}`) come under their own terms."
+
+
+# The summarization corpora a card can name: how to cite them and on what terms a model trained on them is released
+# (`summarization_corpus`). AESLC: ../shared/data/aeslc/README.md and LICENSE.md.
+_APACHE = "The weights are released under the Apache-2.0 licence of hf_vanilla; "
+SUMMARIZATION_CORPORA = {
+    "aeslc": dict(
+        name="aeslc",
+        citation="the Annotated Enron Subject Line Corpus: Zhang & Tetreault, ACL 2019, *This Email Could Save Your "
+        "Life: Introducing the Task of Email Subject Line Generation* (e-mail body → the subject its sender wrote).",
+        licence="cc-by-nc-sa-4.0",
+        rights="The code of hf_vanilla is Apache-2.0, but these weights were trained on AESLC, licensed CC BY-NC-SA "
+        "4.0 (research and non-commercial use, attribution, derivatives under the same licence): the model inherits "
+        "those terms and is released under CC BY-NC-SA 4.0, non-commercial and share-alike. Cite Zhang & Tetreault "
+        "(2019) when you report on it.",
+        limits="Trained on Enron e-mails of 2000-2002 (some with quoted-printable leftovers such as `=20`): it "
+        "writes short business subject lines and little else.",
+        example="Please find attached the schedule for next week's meeting. Let me know if Tuesday works for you.",
+    ),
+    "cnn_dailymail": dict(
+        name="cnn_dailymail",
+        citation="CNN/DailyMail 3.0.0, the non-anonymized version of See, Liu and Manning (ACL 2017) after Hermann et "
+        "al., *Teaching Machines to Read and Comprehend* (NeurIPS 2015) (news article → its highlights).",
+        licence="apache-2.0",
+        rights=_APACHE + "the CNN/DailyMail corpus is distributed under Apache-2.0; the articles remain the "
+        "publishers'.",
+        limits="Trained on news articles; expect lower quality on other genres. Abstractive summaries can state "
+        "facts the document does not support: check them against the source.",
+        example="The city council approved the new budget on Tuesday after a long debate about school funding.",
+    ),
+    "xsum": dict(
+        name="xsum",
+        citation="XSum: Narayan, Cohen and Lapata, *Don't Give Me the Details, Just the Summary! Topic-Aware "
+        "Convolutional Neural Networks for Extreme Summarization* (EMNLP 2018) (BBC article → one sentence).",
+        licence="apache-2.0",
+        rights=_APACHE + "the XSum articles are the BBC's, distributed for research; their terms apply to the data.",
+        limits="Trained on BBC news for one-sentence summaries, which often state facts the article does not "
+        "support: check them against the source.",
+        example="The city council approved the new budget on Tuesday after a long debate about school funding.",
+    ),
+    "samsum": dict(
+        name="samsum",
+        citation="SAMSum: Gliwa, Mochol, Biesek and Wawer, *SAMSum Corpus: A Human-annotated Dialogue Dataset for "
+        "Abstractive Summarization* (Workshop on New Frontiers in Summarization, 2019) (chat dialogue → summary).",
+        licence="cc-by-nc-nd-4.0",
+        rights="The code of hf_vanilla is Apache-2.0, but these weights were trained on SAMSum, licensed CC BY-NC-ND "
+        "4.0 (non-commercial use, attribution, no derivatives): the model is released under its terms, for "
+        "non-commercial research only.",
+        limits="Trained on short messenger conversations written by linguists; expect lower quality on real chats.",
+        example="Anna: are we still on for lunch? Tom: yes, 12:30 at the usual place. Anna: great, see you there",
+    ),
+}
+_HUB_NAMES = {"Yale-LILY/aeslc": "aeslc", "abisee/cnn_dailymail": "cnn_dailymail", "EdinburghNLP/xsum": "xsum"}
+_HUB_NAMES["knkarthick/samsum"] = "samsum"
+
+
+def summarization_corpus(dataset: str) -> dict:
+    """What a card says of a summarization corpus (`SUMMARIZATION_CORPORA`): a Hub name or id, or AESLC's published
+    folder (`enron_subject_line` or the `aeslc` folder holding it); any other corpus is named by its file and comes
+    under its own terms."""
+    name = _HUB_NAMES.get(dataset, dataset)
+    if Path(dataset).name in ("enron_subject_line", "aeslc") and Path(dataset).is_dir():
+        name = "aeslc"
+    if name in SUMMARIZATION_CORPORA:
+        return SUMMARIZATION_CORPORA[name]
+    file = Path(dataset).name
+    return dict(
+        name=file,
+        citation=f"the corpus `{file}` given to the recipe.",
+        licence="apache-2.0",
+        rights=_APACHE
+        + f"the training data (`{file}`) come under their own terms, which may restrict the model's use.",
+        limits="Trained on the corpus above alone; expect lower quality on other kinds of documents. Abstractive "
+        "summaries can state facts the document does not support: check them against the source.",
+        example="The city council approved the new budget on Tuesday after a long debate about school funding.",
+    )
+
+
+def _truncation_summary(truncated: dict) -> str:
+    parts = [
+        f"{split}: {counts['sources_truncated']:,} of {counts['total']:,} documents and "
+        f"{counts['targets_truncated']:,} summaries cut"
+        for split, counts in truncated.items()
+    ]
+    return "; ".join(parts) or "nothing encoded by this run"

@@ -7,6 +7,8 @@ import torch
 from tqdm.auto import tqdm
 from transformers import LogitsProcessorList
 
+from .data.encoding import truncate_ids
+
 
 class ModelLoadError(RuntimeError):
     """A model or its tokenizer could not be loaded (no such folder or Hub id, missing or broken files)."""
@@ -38,15 +40,17 @@ def generate_texts(
     max_tokens: int = 4000,
     progress: bool = True,
     processors_for_batch: Callable[[list[str]], LogitsProcessorList] | None = None,
+    max_source_tokens: int | None = None,
     **generate_kwargs,
 ) -> list[str]:
     """Decodes `sentences` with `model.generate` (the model's generation config, overridden by `generate_kwargs`),
     in batches of at most `max_tokens` source tokens, sorted by length to keep padding small; returns the outputs
     in input order. An empty sentence gives an empty output. `processors_for_batch`, given the sentences of a batch,
     returns logits processors for it (e.g. `hf_vanilla.parsing.grammar.tree_grammar_for`), run after any passed as
-    `logits_processor`."""
+    `logits_processor`. A sentence of more than `max_source_tokens` tokens (</s> counted) is read as its first
+    `max_source_tokens - 1` and </s>, as `data.encoding.encode_truncated_pairs` cuts it in training."""
     fixed_processors = list(generate_kwargs.pop("logits_processor", None) or [])
-    encoded = [tokenizer(s)["input_ids"] if s.strip() else None for s in sentences]
+    encoded = [truncate_ids(tokenizer(s)["input_ids"], max_source_tokens)[0] if s.strip() else None for s in sentences]
     order = sorted((i for i, e in enumerate(encoded) if e is not None), key=lambda i: len(encoded[i]))
     outputs = [""] * len(sentences)
     device = next(model.parameters()).device

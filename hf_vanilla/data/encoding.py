@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 from datasets import Dataset
 
@@ -108,25 +109,59 @@ def _padded(
     )
 
 
-def encode_pairs(
-    pairs: Dataset, tokenizer, source_lang: str, target_lang: str, cache_file: str | Path | None = None
-) -> EncodedPairs:
+def truncate_ids(ids: list[int], limit: int | None) -> tuple[list[int], bool]:
+    """`ids` cut to `limit` tokens keeping its final </s> (the last id), and whether it was cut (None: no limit)."""
+    if limit is None or len(ids) <= limit:
+        return ids, False
+    return ids[: limit - 1] + ids[-1:], True
+
+
+def encode_truncated_pairs(
+    pairs: Dataset,
+    tokenizer,
+    source_lang: str,
+    target_lang: str,
+    cache_file: str | Path | None = None,
+    max_source_tokens: int | None = None,
+    max_target_tokens: int | None = None,
+) -> tuple[EncodedPairs, dict]:
     """Token ids of every pair of a `translation` dataset, each side ending with </s>: the source as `input_ids`, the
-    target as `labels`, by a batched `datasets.map`. With `cache_file`, the map's result is written there once and
-    read back by any later call with the same file (other processes of the run, a resumed run): run it on the main
-    process first (`accelerator.main_process_first()`)."""
+    target as `labels`, by a batched `datasets.map`; a source longer than `max_source_tokens` tokens (</s> counted;
+    None: no limit) keeps its first `max_source_tokens - 1` tokens and its </s>, likewise a target. Returns the pairs
+    and the counts `{"sources_truncated", "targets_truncated", "total"}`. With `cache_file`, the map's result is
+    written there once and read back by any later call with the same file (other processes of the run, a resumed
+    run): run it on the main process first (`accelerator.main_process_first()`)."""
+    for name, limit in (("max_source_tokens", max_source_tokens), ("max_target_tokens", max_target_tokens)):
+        if limit is not None and limit < 2:
+            raise ValueError(f"{name} must be at least 2 (one token and </s>), not {limit}")
     options = {"cache_file_name": str(cache_file), "load_from_cache_file": True} if cache_file else {}
     if cache_file:
         Path(cache_file).parent.mkdir(parents=True, exist_ok=True)
-    encoded = pairs.map(
-        lambda batch: {
-            "input_ids": tokenizer([p[source_lang] for p in batch["translation"]])["input_ids"],
-            "labels": tokenizer([p[target_lang] for p in batch["translation"]])["input_ids"],
-        },
-        batched=True,
-        remove_columns=pairs.column_names,
-        desc="encoding",
-        **options,
-    )
+
+    def encode(batch: dict) -> dict:
+        sides = [p[source_lang] for p in batch["translation"]], [p[target_lang] for p in batch["translation"]]
+        sources = [truncate_ids(ids, max_source_tokens) for ids in tokenizer(sides[0])["input_ids"]]
+        targets = [truncate_ids(ids, max_target_tokens) for ids in tokenizer(sides[1])["input_ids"]]
+        return {
+            "input_ids": [ids for ids, _ in sources],
+            "labels": [ids for ids, _ in targets],
+            "source_truncated": [cut for _, cut in sources],
+            "target_truncated": [cut for _, cut in targets],
+        }
+
+    encoded = pairs.map(encode, batched=True, remove_columns=pairs.column_names, desc="encoding", **options)
     table = encoded.with_format("arrow")[:]
-    return EncodedPairs(*_flat(table.column("input_ids")), *_flat(table.column("labels")))
+    counts = {
+        "sources_truncated": int(pc.sum(table.column("source_truncated")).as_py() or 0),
+        "targets_truncated": int(pc.sum(table.column("target_truncated")).as_py() or 0),
+        "total": len(table),
+    }
+    return EncodedPairs(*_flat(table.column("input_ids")), *_flat(table.column("labels"))), counts
+
+
+def encode_pairs(
+    pairs: Dataset, tokenizer, source_lang: str, target_lang: str, cache_file: str | Path | None = None
+) -> EncodedPairs:
+    """Token ids of every pair of a `translation` dataset, each side ending with </s> and never truncated (see
+    `encode_truncated_pairs`)."""
+    return encode_truncated_pairs(pairs, tokenizer, source_lang, target_lang, cache_file)[0]

@@ -35,6 +35,9 @@ class RunSettings:
         **dict.fromkeys(("save_every", "keep_last", "average_last", "log_every", "max_length"), 1),
         **dict.fromkeys(("eval_every", "eval_metric_sentences", "max_length_offset", "loss_chunk_tokens"), 0),
     }
+    # The fields (source side, target side) whose values cut longer sequences to that many tokens, </s> kept, in every
+    # split the run encodes (`training.run.encoded_split`, the counts recorded in results.json); None: no truncation.
+    TRUNCATION: ClassVar[tuple[str, str] | None] = None
 
     preset: str = setting("The recipe's preset (see --help of each recipe).", "demo")
     output_dir: str | None = setting("Checkpoints, tokenizer, logs, results.json.")
@@ -127,6 +130,13 @@ class RunSettings:
     def decoding(self) -> dict:
         """The generation settings set on the command line (num_beams, length_penalty, max_length_offset, ...)."""
         return self._given(self.GENERATION_CONFIG)
+
+    @property
+    def token_limits(self) -> tuple[int | None, int | None]:
+        """The most source and target tokens (</s> counted) a pair keeps in encoding (`TRUNCATION`): None, no limit."""
+        if self.TRUNCATION is None:
+            return None, None
+        return getattr(self, self.TRUNCATION[0]), getattr(self, self.TRUNCATION[1])
 
     def _given(self, names: tuple[str, ...]) -> dict:
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}

@@ -36,7 +36,8 @@ class RunContext:
     """One run: `name` (the recipe's: the tracker's project, the default folder runs/NAME), `settings` (the command
     line merged with the preset, `training.arguments.resolve`), `accelerator`, `output_dir`; then, as the steps of
     `training.run` set them, `tokenizer` (`build_tokenizer`), `model` (`build_model`; after training, the averaged
-    model), `training` (what training did) and `averaged` (the checkpoints averaged into OUTPUT_DIR/final)."""
+    model), `training` (what training did), `averaged` (the checkpoints averaged into OUTPUT_DIR/final) and `truncated`
+    (what encoding each split cut, where the recipe truncates)."""
 
     name: str
     settings: RunSettings
@@ -46,6 +47,7 @@ class RunContext:
     model: VanillaTransformerForConditionalGeneration | None = None
     training: TrainingResult | None = None
     averaged: list[str] = field(default_factory=list)
+    truncated: dict[str, dict] = field(default_factory=dict)  # split -> truncation counts (`run.encode_split`)
 
     @property
     def is_main_process(self) -> bool:

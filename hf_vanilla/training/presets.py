@@ -130,3 +130,64 @@ PARSING_PRESETS = {
         max_length_ratio=None,
     ),
 }
+
+
+# Summarization (`recipes/summarize.py`): documents are many times longer than their summaries, so no length filter
+# or length-ratio filter drops any; long documents and summaries are truncated instead (max_source_tokens,
+# max_target_tokens). Decoding: beam 4, the GNMT length penalty, no repeated trigram (See et al., 2017), at most
+# max_target_tokens new tokens.
+SUMMARIZATION = dict(PAPER, max_length=None, max_length_ratio=None, num_beams=4, no_repeat_ngram_size=3)
+
+SUMMARIZATION_PRESETS = {
+    # The Transformer-base size of the paper, for a GPU: 25,000 tokens an update, documents cut to 512 tokens and
+    # summaries to 128 (Deaton et al. and See et al. use 400 / 100 words).
+    "summarization": dict(
+        SUMMARIZATION,
+        model_preset="base",
+        vocab_size=32000,
+        tokens_per_step=25000,
+        warmup_steps=4000,
+        max_steps=100_000,
+        average_last=5,
+        save_every=1000,
+        eval_every=1000,
+        max_source_tokens=512,
+        max_target_tokens=128,
+        length_penalty=0.6,
+        max_new_tokens=128,
+    ),
+    # The offline CPU demo on AESLC's e-mails (../shared/data/aeslc): bodies cut to 96 tokens, subjects to 32,
+    # a fixed number of updates on 2 CPU cores within 15 minutes.
+    "demo": dict(
+        SUMMARIZATION,
+        model_preset="demo",
+        vocab_size=4000,
+        tokens_per_step=6000,
+        warmup_steps=400,
+        max_steps=3000,
+        average_last=3,
+        save_every=200,
+        eval_every=500,
+        max_source_tokens=96,
+        max_target_tokens=32,
+        length_penalty=0.6,
+        max_new_tokens=32,
+    ),
+    # For tests of the recipe itself: the tiny model, seconds on a CPU.
+    "tiny": dict(
+        SUMMARIZATION,
+        model_preset="tiny",
+        vocab_size=400,
+        tokens_per_step=600,
+        warmup_steps=4,
+        max_steps=4,
+        average_last=2,
+        save_every=2,
+        eval_every=2,
+        max_source_tokens=24,
+        max_target_tokens=8,
+        length_penalty=0.6,
+        min_new_tokens=2,  # never an empty summary, so that the tests' ROUGE is not trivially 0
+        max_new_tokens=8,
+    ),
+}

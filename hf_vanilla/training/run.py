@@ -50,7 +50,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .. import VanillaTransformerForConditionalGeneration
 from ..cards import render_model_card
-from ..data.encoding import EncodedPairs, encode_pairs
+from ..data.encoding import EncodedPairs, encode_truncated_pairs
 from ..hub import PublishError, build_hub_folder, push_model_folder
 from ..tokenization import (
     PROVENANCE_FILE,
@@ -222,10 +222,18 @@ def build_model(run: RunContext, **overrides) -> VanillaTransformerForConditiona
 
 
 def encoded_split(
-    accelerator: Accelerator, pairs, tokenizer, languages: tuple[str, str], output_dir: Path, split: str
-) -> EncodedPairs:
+    accelerator: Accelerator,
+    pairs,
+    tokenizer,
+    languages: tuple[str, str],
+    output_dir: Path,
+    split: str,
+    token_limits: tuple[int | None, int | None] = (None, None),
+) -> tuple[EncodedPairs, dict]:
     """A split's token ids, encoded once by the main process into OUTPUT_DIR/cache (a file named by the fingerprints
-    of the tokenizer and of the split's text) and read from there by the other processes."""
+    of the tokenizer and of the split's text, and the limits) and read from there by the other processes; sides
+    longer than `token_limits` (source, target; </s> counted) are cut to them. Returns the pairs and the counts
+    `{"sources_truncated", "targets_truncated", "total"}` (`data.encoding.encode_truncated_pairs`)."""
     key = None
     with agreed_failure(accelerator, StepError, f"cannot read the tokenizer in {output_dir}", catch=(OSError,)):
         if accelerator.is_main_process:
@@ -233,16 +241,33 @@ def encoded_split(
             same_text = split == "train" and "text_sha256" in record  # the tokenizer's own text, hashed already
             text = record["text_sha256"] if same_text else text_fingerprint(pairs, languages)
             vocabulary = hashlib.sha256((output_dir / "tokenizer" / "tokenizer.json").read_bytes()).hexdigest()
-            key = hashlib.sha256(f"{vocabulary} {text} {languages}".encode()).hexdigest()[:16]
+            key = hashlib.sha256(f"{vocabulary} {text} {languages} {token_limits}".encode()).hexdigest()[:16]
     key = broadcast_value(accelerator, key)
+    cache_file = output_dir / "cache" / f"{split}-{key}.arrow"
     with accelerator.main_process_first():
-        return encode_pairs(pairs, tokenizer, *languages, cache_file=output_dir / "cache" / f"{split}-{key}.arrow")
+        return encode_truncated_pairs(pairs, tokenizer, *languages, cache_file, *token_limits)
+
+
+def encode_split(run: RunContext, pairs, languages: tuple[str, str], split: str) -> EncodedPairs:
+    """`encoded_split` with the run's truncation (--max-source-tokens, --max-target-tokens where the recipe has them:
+    `RunSettings.TRUNCATION`), whose counts are logged and kept in `run.truncated[split]` for results.json."""
+    limits = run.settings.token_limits
+    examples, counts = encoded_split(run.accelerator, pairs, run.tokenizer, languages, run.output_dir, split, limits)
+    if run.settings.TRUNCATION is not None:
+        run.truncated[split] = counts
+        logger.info(
+            f"Truncation ({split}): {counts['sources_truncated']:,} of {counts['total']:,} sources cut to "
+            f"{limits[0]} tokens, {counts['targets_truncated']:,} targets cut to {limits[1]}",
+            main_process_only=True,
+        )
+    return examples
 
 
 def training_examples(run: RunContext, pairs, languages: tuple[str, str]) -> EncodedPairs:
-    """The training pairs' token ids, length-filtered (the count dropped is logged)."""
+    """The training pairs' token ids, truncated if the recipe asks (`encode_split`) and length-filtered (the count
+    dropped is logged)."""
     settings = run.settings
-    examples = encoded_split(run.accelerator, pairs, run.tokenizer, languages, run.output_dir, "train")
+    examples = encode_split(run, pairs, languages, "train")
     try:
         examples, dropped = examples.length_filter(settings.max_length, settings.max_length_ratio)
     except ValueError as error:  # every pair filtered out: before the first update, one line
@@ -276,7 +301,7 @@ def validation_for(
 ) -> Validation:
     """Validation on `pairs` (encoded once, like the training split), with `metric` (decoding a few of them) when
     --eval-metric-sentences asks for it."""
-    examples = encoded_split(run.accelerator, pairs, run.tokenizer, languages, run.output_dir, "validation")
+    examples = encode_split(run, pairs, languages, "validation")
     return Validation(
         examples,
         max_tokens=4 * run.settings.tokens_per_step,
@@ -325,9 +350,11 @@ def train_and_evaluate(
     if end_run_after_stop_signal(run):
         return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
     results = {}
+    held_out = first(corpus[run.settings.eval_split], run.settings.eval_sentences)
+    if run.settings.TRUNCATION is not None:  # the evaluated sources' truncation counted as the others' (the recipe's
+        encode_split(run, held_out, languages, "evaluation")  # decoding cuts them at the same limit)
     with agreed_failure(run.accelerator, StepError, "could not finish the run", catch=(OSError, PublishError)):
         if run.is_main_process:
-            held_out = first(corpus[run.settings.eval_split], run.settings.eval_sentences)
             model = run.model.to(run.accelerator.device).eval()
             evaluation, samples = evaluate(model, held_out)
             results = finish(run, evaluation, samples, extra)
@@ -416,6 +443,7 @@ def results_record(run: RunContext, evaluation: dict, extra: dict) -> dict:
         "seed": settings.seed,
         "init_from": settings.init_from,
         "eval_only": settings.eval_only,
+        **({"truncated": run.truncated} if settings.TRUNCATION is not None else {}),
         "command": " ".join(sys.argv),
     }
 

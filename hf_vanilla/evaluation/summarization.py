@@ -1,0 +1,39 @@
+"""Summarizing a held-out set with the model's decoding and scoring it with ROUGE F1 (`evaluation.rouge`)."""
+
+from ..decoding import generate_texts
+from .rouge import rouge_scores
+
+# Where an item has several references (AESLC's dev and test: the sender's subject and three annotators'), the
+# `*_multi_reference` figures score, for each item and ROUGE type separately, the F1 of its best-matching reference
+# (`evaluation.rouge.compute_rouge`), then average over the items; the plain figures score the first reference alone.
+MULTI_REFERENCE_RULE = (
+    "for each item and ROUGE type, the F1 against its best-matching reference, averaged over the items "
+    "(rouge_score's score_multi, as AESLC's multi-reference evaluation)"
+)
+
+
+def summarize_and_score(
+    model,
+    tokenizer,
+    texts: list[str],
+    references: list[list[str]],
+    max_source_tokens: int | None = None,
+    progress: bool = True,
+    **generate_kwargs,
+) -> tuple[dict, list[str]]:
+    """Summarizes `texts` (each cut to `max_source_tokens` tokens as in training; the model's generation config,
+    overridden by `generate_kwargs`) and scores them against `references` (every reference of each item, the first
+    being the one reference of a single-reference corpus): (figures, predictions). The figures hold `rouge1`,
+    `rouge2`, `rougeL` and `rougeLsum` F1 on 0-100 against the first reference, rounded to 2 decimals, `eval_items`,
+    and, where some item has several references, the same four as `*_multi_reference` (`MULTI_REFERENCE_RULE`)."""
+    if len(texts) != len(references):
+        raise ValueError(f"{len(texts)} texts but {len(references)} reference lists")
+    predictions = generate_texts(
+        model, tokenizer, texts, progress=progress, max_source_tokens=max_source_tokens, **generate_kwargs
+    )
+    figures = {k: round(v, 2) for k, v in rouge_scores(predictions, [r[0] for r in references]).items()}
+    if any(len(r) > 1 for r in references):
+        multi = rouge_scores(predictions, references)
+        figures.update({f"{k}_multi_reference": round(v, 2) for k, v in multi.items()})
+    figures["eval_items"] = len(texts)
+    return figures, predictions

@@ -1,0 +1,180 @@
+"""Abstractive summarization with the Transformer and a pointer-generator copy mechanism (Deaton, Jacobs, Kenealy and
+See; See, Liu and Manning, 2017), under Accelerate.
+
+    accelerate launch recipes/summarize.py --preset demo                         # offline AESLC demo, 2 CPU cores
+    accelerate launch recipes/summarize.py --preset demo --no-pointer-generator  # the same without copying
+    accelerate launch recipes/summarize.py --preset summarization --dataset cnn_dailymail
+    accelerate launch recipes/summarize.py --dataset train.jsonl --validation-file dev.jsonl --test-file test.jsonl \
+        --text-column document --summary-column summary
+
+Documents and summaries -> the shared BPE -> token ids, long documents and summaries truncated (--max-source-tokens,
+--max-target-tokens) -> the same batching, loop, checkpoints and averaging as the translation recipe -> beam 4, the
+GNMT length penalty, no repeated trigram -> ROUGE-1/2/L/Lsum F1 (and the best-reference score where items have several)
+-> predictions.jsonl, results.json and model card -> (optionally) the Hub.
+"""
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets import DatasetDict
+from transformers import HfArgumentParser
+
+from hf_vanilla import VanillaTransformerConfig
+from hf_vanilla.data.summaries import load_summarization_corpus
+from hf_vanilla.evaluation.summarization import summarize_and_score
+from hf_vanilla.training.arguments import RunSettings, setting
+from hf_vanilla.training.collectives import agreed_failure, one_line
+from hf_vanilla.training.preflight import PreflightError
+from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
+from hf_vanilla.training.run import (
+    build_model,
+    build_tokenizer,
+    check_before_training,
+    run_recipe,
+    start,
+    train_and_evaluate,
+)
+
+LANGUAGES = ("text", "summary")  # the two sides of each pair
+# The demo's corpus: AESLC as its authors publish it, in the shared data beside the repository.
+SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DEMO_CORPUS = SHARED_DATA / "aeslc" / "enron_subject_line"
+
+
+@dataclass
+class Arguments(RunSettings):
+    preset: str = setting(
+        "summarization (Transformer-base, a GPU), demo (AESLC, 2 CPU cores) or tiny (tests).", "demo"
+    )
+    dataset: str | None = setting(
+        "aeslc, cnn_dailymail, xsum, samsum (the Hub), a folder in AESLC's layout, or a JSONL/CSV/parquet training "
+        f"file. Default: {DEMO_CORPUS} for demo and tiny, aeslc otherwise."
+    )
+    text_column: str | None = setting("The documents' column of a file (default text) or of a Hub corpus.")
+    summary_column: str | None = setting("The summaries' column of a file (default summary) or of a Hub corpus.")
+    validation_file: str | None = setting("The validation split of a --dataset file.")
+    test_file: str | None = setting("The test split of a --dataset file.")
+    max_source_tokens: int | None = setting("Documents are cut to this many tokens (</s> counted).")
+    max_target_tokens: int | None = setting("Summaries are cut to this many tokens in training (</s> counted).")
+    pointer_generator: bool = setting(
+        "The copy mechanism of pointer-generator networks (--no-pointer-generator: the plain Transformer).", True
+    )
+    no_repeat_ngram_size: int | None = setting("No n-gram of this size twice in a summary (0: no such rule).")
+    min_new_tokens: int | None = setting("Shortest summary, in tokens.")
+    max_new_tokens: int | None = setting("Longest summary, in tokens.")
+    MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator")
+    GENERATION_CONFIG = (*RunSettings.GENERATION_CONFIG, "no_repeat_ngram_size", "min_new_tokens", "max_new_tokens")
+    TRUNCATION = ("max_source_tokens", "max_target_tokens")
+    AT_LEAST = {
+        **RunSettings.AT_LEAST,
+        **dict.fromkeys(("max_source_tokens", "max_target_tokens"), 2),
+        **dict.fromkeys(("no_repeat_ngram_size", "min_new_tokens"), 0),
+        "max_new_tokens": 1,
+    }
+
+
+def check_model_options(settings: Arguments) -> None:
+    """The model the flags ask for can be built; --init-from's model keeps its own architecture, so a
+    --pointer-generator setting other than its own is refused."""
+    if settings.init_from is None:
+        try:
+            VanillaTransformerConfig.from_preset(settings.model_preset, **settings.model_overrides)
+        except ValueError as error:
+            raise PreflightError(f"--preset {settings.preset}'s model with these flags: {one_line(error)}") from error
+        return
+    try:
+        copies = VanillaTransformerConfig.from_pretrained(settings.init_from).pointer_generator
+    except OSError as error:
+        raise PreflightError(f"--init-from {settings.init_from}: {str(error).splitlines()[0]}") from error
+    if copies != settings.pointer_generator:
+        given, needed = ("--pointer-generator", "--no-pointer-generator")[:: 1 if settings.pointer_generator else -1]
+        raise PreflightError(
+            f"{given}: --init-from's model {'has a' if copies else 'has no'} copy mechanism, and keeps it: give "
+            f"{needed}"
+        )
+
+
+def default_dataset(preset: str) -> str:
+    """The demo corpus for the demo and tiny presets (a one-line error where it is absent), the Hub's AESLC else."""
+    if preset not in ("demo", "tiny"):
+        return "aeslc"
+    if not DEMO_CORPUS.is_dir():
+        raise PreflightError(
+            f"the demo corpus is not at {DEMO_CORPUS}: set HF_VANILLA_SHARED_DATA to the shared data folder or give "
+            "--dataset (aeslc, a folder in AESLC's layout or a JSONL/CSV/parquet file)"
+        )
+    return str(DEMO_CORPUS)
+
+
+def as_pairs(corpus: DatasetDict) -> DatasetDict:
+    """The summaries' splits with a `translation` column {text, summary}, the schema the training steps read."""
+    return corpus.map(
+        lambda batch: {"translation": [dict(zip(LANGUAGES, pair)) for pair in zip(batch["text"], batch["summary"])]},
+        batched=True,
+        desc="pairing",
+    )
+
+
+def main(args: Arguments) -> dict:
+    # Start: the settings (command line over preset), Accelerator (precision as launched), seed; the model's options
+    # (the copy mechanism above all) checked before any data is read.
+    run = start("summarize", args, SUMMARIZATION_PRESETS)
+    settings = run.settings
+    check_model_options(settings)
+    dataset = settings.dataset or default_dataset(settings.preset)
+
+    # Data, and everything that can be checked before the first update.
+    for main_turn in (True, False):  # the main process first (it prepares the datasets cache), then the others
+        with agreed_failure(run.accelerator, PreflightError, catch=(ValueError, OSError), describe=one_line):
+            if run.is_main_process == main_turn:
+                corpus = load_summarization_corpus(
+                    dataset,
+                    settings.text_column,
+                    settings.summary_column,
+                    settings.validation_file,
+                    settings.test_file,
+                )
+    corpus = as_pairs(corpus)
+    check_before_training(run, corpus, dataset, "--dataset")
+
+    # Tokenizer (trained on the training split, or --init-from's) and model (with or without the copy mechanism).
+    tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, dataset)
+    build_model(run)
+
+    # The metric: ROUGE-1 of greedy summaries in validation, ROUGE of the beam search at the end (predictions.jsonl).
+    def validation_rouge(model, items) -> dict:
+        figures, _ = summarize_and_score(
+            model, tokenizer, items["text"], items["references"], settings.max_source_tokens, False, num_beams=1
+        )
+        return {"valid_rouge1": figures["rouge1"]}
+
+    def evaluate(model, items) -> tuple[dict, list[dict]]:
+        figures, predictions = summarize_and_score(
+            model, tokenizer, items["text"], items["references"], settings.max_source_tokens
+        )
+        rows = [
+            {"source": text, "reference": references[0], "prediction": prediction}
+            | ({"references": references} if len(references) > 1 else {})
+            for text, references, prediction in zip(items["text"], items["references"], predictions)
+        ]
+        with (run.output_dir / "predictions.jsonl").open("w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        samples = [{"source": r["source"], "reference": r["reference"], "hypothesis": r["prediction"]} for r in rows]
+        return figures, samples
+
+    # Training, averaging, evaluation, results, card, upload.
+    extra = {
+        "task": "summarization",
+        "dataset": dataset,
+        "pointer_generator": run.model.config.pointer_generator,
+        "max_source_tokens": settings.max_source_tokens,
+        "max_target_tokens": settings.max_target_tokens,
+    }
+    return train_and_evaluate(run, corpus, LANGUAGES, validation_rouge, evaluate, extra)
+
+
+if __name__ == "__main__":
+    (arguments,) = HfArgumentParser(Arguments).parse_args_into_dataclasses()
+    run_recipe(main, arguments, "summarize")
