@@ -1,0 +1,317 @@
+"""The summarization recipe end to end on a small JSONL corpus built here (and on the shared AESLC folder): its
+results, predictions, card and truncation counts checked against independent computations, the copy mechanism's flag
+both ways, warm starts that would change it refused, bad input stopped before the first update in one line, and a
+2-process launch."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import Dataset, DatasetDict
+from huggingface_hub import ModelCard
+from transformers import AutoTokenizer, HfArgumentParser
+
+from hf_vanilla import VanillaTransformerForConditionalGeneration
+from hf_vanilla.cards import check_card, expected_metrics
+from hf_vanilla.data.encoding import encode_truncated_pairs, truncate_ids
+from hf_vanilla.decoding import generate_texts
+from hf_vanilla.evaluation.rouge import compute_rouge
+from hf_vanilla.hub import build_hub_folder
+from hf_vanilla.training.arguments import resolve
+from hf_vanilla.training.preflight import PreflightError
+from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
+
+from helpers import RECIPES, SHARED_DATA, recipe, require
+
+AESLC = SHARED_DATA / "aeslc" / "enron_subject_line"
+WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
+ROUGE = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+
+
+def write_corpus(folder: Path) -> dict[str, Path]:
+    """train/dev/test JSONL files of made-up documents (5-30 words) whose summaries are their first 2-9 words, with an
+    `id` column first (which a guess of the columns by position would take for the text)."""
+    rng = random.Random(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for split, count in (("train", 120), ("dev", 12), ("test", 10)):
+        rows = []
+        for i in range(count):
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30))) + f" number {i}."
+            rows.append({"id": i, "document": text, "abstract": " ".join(text.split()[: rng.randint(2, 9)])})
+        files[split] = folder / f"{split}.jsonl"
+        files[split].write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return files
+
+
+def corpus_flags(files: dict[str, Path]) -> dict:
+    return dict(
+        dataset=str(files["train"]),
+        validation_file=str(files["dev"]),
+        test_file=str(files["test"]),
+        text_column="document",
+        summary_column="abstract",
+    )
+
+
+def summarize_args(output_dir: Path, files: dict[str, Path], **overrides):
+    """The recipe's arguments for the tiny preset on the corpus `files`."""
+    defaults = dict(preset="tiny", output_dir=str(output_dir), eval_metric_sentences=4, **corpus_flags(files))
+    return recipe("summarize").Arguments(**{**defaults, **overrides})
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Path]:
+    return write_corpus(tmp_path_factory.mktemp("summaries"))
+
+
+@pytest.fixture(scope="module")
+def summary_run(corpus, tmp_path_factory) -> tuple[Path, dict]:
+    """A 4-update run of the tiny preset with the copy mechanism, validated every 2 updates."""
+    output_dir = tmp_path_factory.mktemp("summary_run")
+    return output_dir, recipe("summarize").main(summarize_args(output_dir, corpus))
+
+
+def test_a_run_records_rouge_as_recomputed_from_its_predictions_in_the_test_files_order(summary_run, corpus):
+    folder, results = summary_run
+    test = read_jsonl(corpus["test"])
+    predictions = read_jsonl(folder / "predictions.jsonl")
+    assert [p["source"] for p in predictions] == [row["document"] for row in test]
+    assert [p["reference"] for p in predictions] == [row["abstract"] for row in test]
+    assert all(set(p) == {"source", "reference", "prediction"} for p in predictions)  # one reference: no list
+    assert all(p["prediction"] for p in predictions)  # the tiny preset's min_new_tokens
+    scores = compute_rouge([p["prediction"] for p in predictions], [p["reference"] for p in predictions])
+    assert {name: results[name] for name in ROUGE} == {name: round(scores[name], 2) for name in ROUGE}
+    assert 0 < results["rouge1"] <= 100 and "rouge1_multi_reference" not in results
+    assert results["steps"] == 4 and results["eval_items"] == len(test) and results["pointer_generator"] is True
+    assert (results["max_source_tokens"], results["max_target_tokens"]) == (24, 8)
+    log = read_jsonl(folder / "train_log.jsonl")
+    assert [e["step"] for e in log if "valid_rouge1" in e] == [2, 4]
+    assert all(0 <= e["valid_rouge1"] <= 100 for e in log if "valid_rouge1" in e)
+
+
+def test_truncation_counts_match_an_independent_count_with_the_runs_tokenizer(summary_run, corpus):
+    folder, results = summary_run
+    tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
+
+    def over(texts: list[str], limit: int) -> int:
+        return sum(len(tokenizer(text)["input_ids"]) > limit for text in texts)
+
+    for split, file in (("train", "train"), ("validation", "dev"), ("evaluation", "test")):
+        rows = read_jsonl(corpus[file])
+        expected = {
+            "sources_truncated": over([r["document"] for r in rows], 24),
+            "targets_truncated": over([r["abstract"] for r in rows], 8),
+            "total": len(rows),
+        }
+        assert results["truncated"][split] == expected, split
+    assert 0 < results["truncated"]["train"]["sources_truncated"] < len(read_jsonl(corpus["train"]))
+    assert results["truncated"]["train"]["targets_truncated"] > 0
+
+
+def test_truncation_keeps_the_first_tokens_and_the_end_of_sequence_in_training_and_decoding(summary_run, corpus):
+    folder, _ = summary_run
+    tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
+    rows = read_jsonl(corpus["train"])
+    split = Dataset.from_dict({"text": [r["document"] for r in rows], "summary": [r["abstract"] for r in rows]})
+    pairs = recipe("summarize").as_pairs(DatasetDict({"train": split}))["train"]
+    encoded, counts = encode_truncated_pairs(pairs, tokenizer, "text", "summary", None, 24, 8)
+    for index, row in enumerate(rows):
+        full = tokenizer(row["document"])["input_ids"]
+        source = encoded.source_ids[encoded.source_offsets[index] : encoded.source_offsets[index + 1]].tolist()
+        assert source == (full if len(full) <= 24 else full[:23] + [tokenizer.eos_token_id])
+    assert counts["sources_truncated"] == sum(len(tokenizer(r["document"])["input_ids"]) > 24 for r in rows)
+    assert truncate_ids([5, 6, 7, 2], 3) == ([5, 6, 2], True) and truncate_ids([5, 2], 2) == ([5, 2], False)
+    with pytest.raises(ValueError, match="max_source_tokens must be at least 2"):
+        encode_truncated_pairs(pairs, tokenizer, "text", "summary", None, 1, 8)
+    # Decoding reads a long document as training did: its first 23 tokens and </s>.
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(folder / "final").eval()
+    long = max((r["document"] for r in rows), key=len)
+    ids = torch.tensor([truncate_ids(tokenizer(long)["input_ids"], 24)[0]])
+    with torch.no_grad():
+        direct = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), num_beams=2)
+    (expected,) = tokenizer.batch_decode(direct, skip_special_tokens=True)
+    assert generate_texts(model, tokenizer, [long], progress=False, max_source_tokens=24, num_beams=2) == [
+        expected.strip()
+    ]
+
+
+def test_the_card_carries_the_rouge_of_results_and_the_corpus_terms(summary_run, tmp_path):
+    folder, results = summary_run
+    card = ModelCard.load(folder / "README.md")
+    check_card(card, results)
+    found = {r.metric_type: r.metric_value for r in card.data.eval_results}
+    assert found == {name: results[name] for name in ROUGE} == expected_metrics(results)
+    assert card.data.license == "apache-2.0" and "summarization" in card.data.tags
+    assert "pointer-generator" in card.data.tags and "copy mechanism of pointer-generator networks" in card.text
+    assert "the training data (`train.jsonl`) come under their own terms" in card.text
+    published = build_hub_folder(folder, tmp_path / "hub", "someone/summarizer")
+    assert ModelCard.load(published / "README.md").data.eval_results[0].metric_value == results["rouge1"]
+    assert json.loads((published / "config.json").read_text())["pointer_generator"] is True
+
+
+def test_without_the_copy_mechanism_the_flag_reaches_the_saved_model_and_its_card(corpus, summary_run, tmp_path):
+    (arguments,) = HfArgumentParser(recipe("summarize").Arguments).parse_args_into_dataclasses(
+        ["--no-pointer-generator", "--max-steps", "2", "--eval-every", "0"]
+    )
+    assert arguments.pointer_generator is False
+    args = summarize_args(tmp_path / "plain", corpus, pointer_generator=False, max_steps=2, eval_every=0)
+    results = recipe("summarize").main(args)
+    assert results["pointer_generator"] is False and results["steps"] == 2
+    assert json.loads((tmp_path / "plain" / "final" / "config.json").read_text())["pointer_generator"] is False
+    card = ModelCard.load(tmp_path / "plain" / "README.md")
+    assert "pointer-generator" not in card.data.tags and "It has no copy mechanism" in card.text
+    assert json.loads((summary_run[0] / "final" / "config.json").read_text())["pointer_generator"] is True
+
+
+def test_a_warm_start_keeps_its_models_copy_mechanism_and_scores_as_its_run_did(corpus, summary_run, tmp_path):
+    final = str(summary_run[0] / "final")
+    summarize = recipe("summarize")
+    with pytest.raises(PreflightError, match="^--no-pointer-generator: --init-from's model has a copy mechanism"):
+        summarize.main(summarize_args(tmp_path / "refused", corpus, init_from=final, pointer_generator=False))
+    assert not (tmp_path / "refused" / "tokenizer").exists()  # refused before any data or tokenizer
+    scored = summarize.main(summarize_args(tmp_path / "scored", corpus, init_from=final, eval_only=True))
+    assert scored["steps"] == 0 and {k: scored[k] for k in ROUGE} == {k: summary_run[1][k] for k in ROUGE}
+    assert read_jsonl(tmp_path / "scored" / "predictions.jsonl") == read_jsonl(summary_run[0] / "predictions.jsonl")
+
+
+def bad_corpora(folder: Path, files: dict[str, Path]) -> dict[str, tuple[dict, str]]:
+    """Each kind of bad input: the recipe's arguments and the start of the one line it must stop with."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = read_jsonl(files["train"])
+    empty_text = folder / "empty_text.jsonl"
+    empty_text.write_text(
+        "".join(json.dumps({**r, "document": " " if i == 6 else r["document"]}) + "\n" for i, r in enumerate(rows))
+    )
+    latin1 = folder / "latin1.jsonl"
+    latin1.write_bytes(files["train"].read_bytes() + '{"document": "caf\u00e9", "abstract": "x"}\n'.encode("latin-1"))
+    empty_test = folder / "empty_test.jsonl"
+    empty_test.write_text("\n")
+    return {
+        "empty text": (dict(dataset=str(empty_text)), f"{empty_text} row 7: empty text (column 'document')"),
+        "missing column": (dict(summary_column="summary"), f"{files['train']}: no column 'summary'"),
+        "not UTF-8": (dict(dataset=str(latin1)), f"{latin1} line {len(rows) + 1}: not UTF-8"),
+        "empty split": (dict(test_file=str(empty_test)), f"{empty_test}: the test split is empty"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["empty text", "missing column", "not UTF-8", "empty split"])
+def test_bad_input_stops_before_the_first_update_with_one_line(kind, corpus, tmp_path):
+    overrides, message = bad_corpora(tmp_path / "bad", corpus)[kind]
+    with pytest.raises(PreflightError) as raised:
+        recipe("summarize").main(summarize_args(tmp_path / "run", corpus, **overrides))
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+    assert not (tmp_path / "run" / "tokenizer").exists() and not (tmp_path / "run" / "train_log.jsonl").exists()
+
+
+def test_from_the_command_line_bad_input_is_one_line_and_exit_status_1(corpus, tmp_path):
+    overrides, message = bad_corpora(tmp_path / "bad", corpus)["not UTF-8"]
+    flags = {**corpus_flags(corpus), **overrides}
+    command = [sys.executable, str(RECIPES / "summarize.py"), "--preset", "tiny", "--output-dir", str(tmp_path / "r")]
+    command += [part for name, value in flags.items() for part in (f"--{name.replace('_', '-')}", value)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1].startswith(f"summarize: {message}")
+
+
+def test_the_demo_without_its_corpus_says_where_it_looked(monkeypatch, tmp_path):
+    summarize = recipe("summarize")
+    monkeypatch.setattr(summarize, "DEMO_CORPUS", tmp_path / "nowhere")
+    with pytest.raises(PreflightError, match=f"the demo corpus is not at {tmp_path / 'nowhere'}: set HF_VANILLA"):
+        summarize.main(summarize.Arguments(preset="demo", output_dir=str(tmp_path / "run")))
+
+
+def test_presets_and_flags_resolve_to_the_settings_of_the_issue(tmp_path):
+    summarize = recipe("summarize")
+    demo = resolve(summarize.Arguments(preset="demo"), SUMMARIZATION_PRESETS)
+    assert (demo.max_source_tokens, demo.max_target_tokens, demo.max_length, demo.max_length_ratio) == (
+        96,
+        32,
+        None,
+        None,
+    )
+    assert demo.max_steps == 3000 and demo.max_train_minutes is None and demo.token_limits == (96, 32)
+    assert demo.decoding == {"num_beams": 4, "length_penalty": 0.6, "no_repeat_ngram_size": 3, "max_new_tokens": 32}
+    assert demo.model_overrides == {"pointer_generator": True}
+    full = resolve(summarize.Arguments(preset="summarization"), SUMMARIZATION_PRESETS)
+    assert (full.tokens_per_step, full.max_source_tokens, full.max_target_tokens, full.max_length) == (
+        25000,
+        512,
+        128,
+        None,
+    )
+    (given,) = HfArgumentParser(summarize.Arguments).parse_args_into_dataclasses(
+        ["--num-beams", "2", "--no-repeat-ngram-size", "0", "--min-new-tokens", "3", "--max-source-tokens", "64"]
+    )
+    flagged = resolve(given, SUMMARIZATION_PRESETS)
+    assert flagged.decoding["num_beams"] == 2 and flagged.decoding["no_repeat_ngram_size"] == 0
+    assert flagged.decoding["min_new_tokens"] == 3 and flagged.token_limits == (64, 32)
+    with pytest.raises(PreflightError, match="--max-source-tokens must be at least 2, got 1"):
+        resolve(summarize.Arguments(max_source_tokens=1), SUMMARIZATION_PRESETS)
+    with pytest.raises(PreflightError, match="pointer_generator needs attention_dropout=0"):
+        summarize.main(summarize.Arguments(preset="tiny", attention_dropout=0.1, output_dir=str(tmp_path / "run")))
+
+
+def test_push_to_hub_without_a_token_stops_before_training(corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_TOKEN", "")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    with pytest.raises(PreflightError, match="--push-to-hub needs a Hugging Face token"):
+        recipe("summarize").main(summarize_args(tmp_path / "run", corpus, push_to_hub="someone/summarizer"))
+    assert not (tmp_path / "run" / "train_log.jsonl").exists()
+
+
+def test_on_the_aeslc_folder_every_reference_is_scored_and_the_card_carries_its_licence(tmp_path):
+    require(AESLC)
+    args = recipe("summarize").Arguments(
+        preset="tiny", output_dir=str(tmp_path / "run"), max_steps=2, eval_every=0, eval_sentences=12
+    )
+    results = recipe("summarize").main(args)
+    assert results["dataset"] == str(AESLC)  # the demo corpus is the tiny preset's default
+    predictions = read_jsonl(tmp_path / "run" / "predictions.jsonl")
+    test_files = sorted((AESLC / "test").glob("*.subject"))[:12]
+    assert [p["references"][0] for p in predictions] == [p["reference"] for p in predictions]
+    assert all(len(p["references"]) == 4 for p in predictions)
+    assert predictions[0]["source"].split()[:3] == test_files[0].read_text().split()[:3]
+    outputs, references = [p["prediction"] for p in predictions], [p["references"] for p in predictions]
+    multi = compute_rouge(outputs, references)
+    single = compute_rouge(outputs, [r[0] for r in references])
+    for name in ROUGE:
+        assert results[f"{name}_multi_reference"] == round(multi[name], 2)
+        assert results[name] == round(single[name], 2) <= results[f"{name}_multi_reference"]
+    card = ModelCard.load(tmp_path / "run" / "README.md")
+    assert card.data.license == "cc-by-nc-sa-4.0" and "rouge1_multi_reference" in expected_metrics(results)
+    assert "Zhang & Tetreault, ACL 2019, *This Email Could Save Your Life" in card.text
+    assert "inherits those terms" in card.text and "non-commercial and share-alike" in card.text
+
+
+def test_two_gloo_processes_train_and_evaluate_as_one_does(corpus, tmp_path):
+    """`accelerate launch --multi_gpu --num_processes 2` on a CPU-only machine against `--cpu --num_processes 1`:
+    the same corpus, truncation counts and predictions file, twice the processes."""
+    results = {}
+    for name, launcher in (
+        ("two", ["--multi_gpu", "--num_processes", "2"]),
+        ("one", ["--cpu", "--num_processes", "1"]),
+    ):
+        flags = {**corpus_flags(corpus), "output_dir": str(tmp_path / name)}
+        command = ["accelerate", "launch", *launcher, str(RECIPES / "summarize.py"), "--preset", "tiny"]
+        command += [part for key, value in flags.items() for part in (f"--{key.replace('_', '-')}", value)]
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"}
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        results[name] = json.loads((tmp_path / name / "results.json").read_text())
+    assert results["two"]["num_processes"] == 2 and results["one"]["num_processes"] == 1
+    assert results["two"]["truncated"] == results["one"]["truncated"]
+    assert set(results["two"]) == set(results["one"]) and results["two"]["steps"] == 4
+    test = read_jsonl(corpus["test"])
+    assert [p["source"] for p in read_jsonl(tmp_path / "two" / "predictions.jsonl")] == [r["document"] for r in test]
