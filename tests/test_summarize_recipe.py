@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 from datasets import Dataset, DatasetDict
 from huggingface_hub import ModelCard
 from transformers import AutoTokenizer, HfArgumentParser
@@ -20,6 +19,7 @@ from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.cards import check_card, expected_metrics
 from hf_vanilla.data.encoding import encode_truncated_pairs, truncate_ids
 from hf_vanilla.decoding import generate_texts
+from hf_vanilla.evaluation import summarization
 from hf_vanilla.evaluation.rouge import compute_rouge
 from hf_vanilla.hub import build_hub_folder
 from hf_vanilla.training.arguments import resolve
@@ -133,16 +133,17 @@ def test_truncation_keeps_the_first_tokens_and_the_end_of_sequence_in_training_a
     assert truncate_ids([5, 6, 7, 2], 3) == ([5, 6, 2], True) and truncate_ids([5, 2], 2) == ([5, 2], False)
     with pytest.raises(ValueError, match="max_source_tokens must be at least 2"):
         encode_truncated_pairs(pairs, tokenizer, "text", "summary", None, 1, 8)
-    # Decoding reads a long document as training did: its first 23 tokens and </s>.
+    # Decoding reads a long document as training did: its first 23 tokens and </s> (the ids `generate` receives).
     model = VanillaTransformerForConditionalGeneration.from_pretrained(folder / "final").eval()
     long = max((r["document"] for r in rows), key=len)
-    ids = torch.tensor([truncate_ids(tokenizer(long)["input_ids"], 24)[0]])
-    with torch.no_grad():
-        direct = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), num_beams=2)
-    (expected,) = tokenizer.batch_decode(direct, skip_special_tokens=True)
-    assert generate_texts(model, tokenizer, [long], progress=False, max_source_tokens=24, num_beams=2) == [
-        expected.strip()
-    ]
+    seen = []
+    generate = model.generate
+    model.generate = lambda input_ids, **kwargs: seen.append(input_ids.tolist()) or generate(input_ids, **kwargs)
+    (output,) = generate_texts(model, tokenizer, [long], progress=False, max_source_tokens=24, num_beams=2)
+    full = tokenizer(long)["input_ids"]
+    assert len(full) > 24 and seen == [[full[:23] + [tokenizer.eos_token_id]]]
+    generate_texts(model, tokenizer, [long], progress=False, num_beams=2)  # no limit: the whole document
+    assert seen[1] == [full]
 
 
 def test_the_card_carries_the_rouge_of_results_and_the_corpus_terms(summary_run, tmp_path):
@@ -173,15 +174,25 @@ def test_without_the_copy_mechanism_the_flag_reaches_the_saved_model_and_its_car
     assert json.loads((summary_run[0] / "final" / "config.json").read_text())["pointer_generator"] is True
 
 
-def test_a_warm_start_keeps_its_models_copy_mechanism_and_scores_as_its_run_did(corpus, summary_run, tmp_path):
+def test_a_warm_start_keeps_its_models_copy_mechanism_and_scores_as_its_run_did(
+    corpus, summary_run, tmp_path, monkeypatch
+):
     final = str(summary_run[0] / "final")
     summarize = recipe("summarize")
+    limits = []  # the documents' limit each decoding is given: the truncation of training
+
+    def recorded(*args, **kwargs):
+        limits.append(kwargs.get("max_source_tokens"))
+        return generate_texts(*args, **kwargs)
+
+    monkeypatch.setattr(summarization, "generate_texts", recorded)
     with pytest.raises(PreflightError, match="^--no-pointer-generator: --init-from's model has a copy mechanism"):
         summarize.main(summarize_args(tmp_path / "refused", corpus, init_from=final, pointer_generator=False))
     assert not (tmp_path / "refused" / "tokenizer").exists()  # refused before any data or tokenizer
     scored = summarize.main(summarize_args(tmp_path / "scored", corpus, init_from=final, eval_only=True))
     assert scored["steps"] == 0 and {k: scored[k] for k in ROUGE} == {k: summary_run[1][k] for k in ROUGE}
     assert read_jsonl(tmp_path / "scored" / "predictions.jsonl") == read_jsonl(summary_run[0] / "predictions.jsonl")
+    assert limits == [24]
 
 
 def bad_corpora(folder: Path, files: dict[str, Path]) -> dict[str, tuple[dict, str]]:
