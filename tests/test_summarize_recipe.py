@@ -234,6 +234,35 @@ def test_from_the_command_line_bad_input_is_one_line_and_exit_status_1(corpus, t
     assert done.stderr.strip().splitlines()[-1].startswith(f"summarize: {message}")
 
 
+def test_a_hub_corpus_name_is_read_with_its_real_columns_and_cited_in_the_card(corpus, tmp_path, monkeypatch):
+    """`--dataset xsum` with the Hub replaced by the local corpus under XSum's real columns and split names."""
+    from hf_vanilla.data import summaries
+
+    calls = []
+
+    def fake_load_dataset(path, name=None, **kwargs):
+        calls.append(path)
+        splits = {"train": "train", "validation": "dev", "test": "test"}
+        rows = {split: read_jsonl(corpus[file]) for split, file in splits.items()}
+        return DatasetDict(
+            {
+                split: Dataset.from_dict(
+                    {"id": [str(r["id"]) for r in items], "document": [r["document"] for r in items]}
+                    | {"summary": [r["abstract"] for r in items]}
+                )
+                for split, items in rows.items()
+            }
+        )
+
+    monkeypatch.setattr(summaries, "load_dataset", fake_load_dataset)
+    args = recipe("summarize").Arguments(preset="tiny", dataset="xsum", output_dir=str(tmp_path / "run"), max_steps=2)
+    results = recipe("summarize").main(args)
+    assert calls == ["EdinburghNLP/xsum"] and results["dataset"] == "xsum"
+    assert results["truncated"]["evaluation"]["total"] == len(read_jsonl(corpus["test"]))
+    card = ModelCard.load(tmp_path / "run" / "README.md")
+    assert card.data.eval_results[0].dataset_name == "xsum" and "Narayan, Cohen and Lapata" in card.text
+
+
 def test_the_demo_without_its_corpus_says_where_it_looked(monkeypatch, tmp_path):
     summarize = recipe("summarize")
     monkeypatch.setattr(summarize, "DEMO_CORPUS", tmp_path / "nowhere")
