@@ -50,7 +50,8 @@ class Arguments(RunSettings):
     )
     dataset: str | None = setting(
         "aeslc, cnn_dailymail, xsum, samsum (the Hub), a folder in AESLC's layout, or a JSONL/CSV/parquet training "
-        f"file. Default: {DEMO_CORPUS} for demo and tiny, aeslc otherwise."
+        "file. Default: AESLC's folder in ../shared/data/aeslc/enron_subject_line beside the repository "
+        "($HF_VANILLA_SHARED_DATA for ../shared/data) for demo and tiny, aeslc otherwise."
     )
     text_column: str | None = setting("The documents' column of a file (default text) or of a Hub corpus.")
     summary_column: str | None = setting("The summaries' column of a file (default summary) or of a Hub corpus.")
