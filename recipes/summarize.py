@@ -90,7 +90,8 @@ def check_model_options(settings: Arguments) -> None:
     except OSError as error:
         raise PreflightError(f"--init-from {settings.init_from}: {str(error).splitlines()[0]}") from error
     if copies != settings.pointer_generator:
-        given, needed = ("--pointer-generator", "--no-pointer-generator")[:: 1 if settings.pointer_generator else -1]
+        given = "--pointer-generator" if settings.pointer_generator else "--no-pointer-generator"
+        needed = "--pointer-generator" if copies else "--no-pointer-generator"
         raise PreflightError(
             f"{given}: --init-from's model {'has a' if copies else 'has no'} copy mechanism, and keeps it: give "
             f"{needed}"
@@ -137,7 +138,7 @@ def main(args: Arguments) -> dict:
                     settings.validation_file,
                     settings.test_file,
                 )
-    corpus = as_pairs(corpus)
+                corpus = as_pairs(corpus)
     check_before_training(run, corpus, dataset, "--dataset")
 
     # Tokenizer (trained on the training split, or --init-from's) and model (with or without the copy mechanism).
