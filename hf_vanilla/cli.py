@@ -432,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
     ct2.set_defaults(run=_export_ct2)
     attention = commands.add_parser(
         "attention",
-        help="PNG heatmaps of every layer's and head's attention for one sentence (pair).",
+        help="PNG heatmaps of every layer's and head's attention for one sentence (pair); for a pointer-generator, "
+        "also p_gen.png: the probability that each output token was generated rather than copied.",
     )
     attention.add_argument("model", help="A model folder or a Hub id.")
     attention.add_argument("--source", required=True, help="The source sentence.")
