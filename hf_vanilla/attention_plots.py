@@ -128,13 +128,16 @@ def p_gen_figure(maps: AttentionMaps):
 
     if maps.p_gen is None:
         raise ValueError("these maps hold no p_gen: the model is not a pointer-generator")
-    figure = Figure(figsize=(1.5 + 0.3 * len(maps.p_gen), 3.2), layout="constrained")
+    figure = Figure(figsize=(max(4.5, 1.5 + 0.3 * len(maps.p_gen)), 3.2), layout="constrained")
     axis = figure.subplots()
-    axis.bar(range(len(maps.p_gen)), maps.p_gen, color=[(0.8 * (1 - p), 0.3, 0.8 * p) for p in maps.p_gen])
+    bars = axis.bar(range(len(maps.p_gen)), maps.p_gen, color=[(0.8 * (1 - p), 0.3, 0.8 * p) for p in maps.p_gen])
+    axis.bar_label(bars, fmt="%.2f", fontsize=7)  # a value near 0 draws no visible bar
     axis.set_ylim(0.0, 1.0)
     axis.set_xticks(range(len(maps.target_tokens)), maps.target_tokens, rotation=90, fontsize=8)
     axis.set_ylabel("p_gen")
-    axis.set_title("p_gen of each output token: 1 generated from the vocabulary, 0 copied from the source", fontsize=9)
+    axis.set_title(
+        "p_gen of each output token\n(1: generated from the vocabulary, 0: copied from the source)", fontsize=8
+    )
     return figure
 
 

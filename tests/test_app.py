@@ -321,11 +321,13 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def served(reversal_folder, parser_folder):
-    """`hf-vanilla app` serving the reversal model and the parser on 127.0.0.1, as a user starts it: its URL."""
+def served(reversal_folder, parser_folder, summarization_folder):
+    """`hf-vanilla app` serving the reversal model, the parser and the summarizer on 127.0.0.1, as a user starts it:
+    its URL."""
     port = _free_port()
+    models = [str(reversal_folder), str(parser_folder), str(summarization_folder)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "hf_vanilla.cli", "app", str(reversal_folder), str(parser_folder), "--port", str(port)],
+        [sys.executable, "-m", "hf_vanilla.cli", "app", *models, "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -425,4 +427,20 @@ def test_an_error_shows_one_message_and_the_next_request_works_in_a_browser(brow
     page.locator("#translation-0-input textarea").fill("a b c")
     page.locator("#translation-0-button").click()
     assert _answer(page, "translation-0-output") == "c b a"
+    page.close()
+
+
+@pytest.mark.slow
+def test_summarize_tab_in_a_browser(browser, served, summarization_model):
+    page = _page(browser, served)
+    page.get_by_role("tab", name="Summarize").click()
+    page.locator("#summarization-0-input textarea").fill("a b c a b c d")
+    page.locator("#summarization-0-button").click()
+    summary = _answer(page, "summarization-0-output")
+    assert [summary] == generate_texts(summarization_model, reversal_tokenizer(), ["a b c a b c d"], progress=False)
+    bars = page.locator("#summarization-0-p-gen img")
+    bars.wait_for(state="visible")
+    shown = page.locator("#summarization-0-copied").inner_text()
+    assert all(token in shown for token in summary.split())  # the shaded summary tokens
+    _shot(page, "summarize")
     page.close()
