@@ -381,13 +381,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     summarize.add_argument("model", help="A summarization model folder or Hub id.")
     summarize.add_argument("--input", help="A text file, one document a line (default: stdin).")
-    summarize.add_argument("--num-beams", type=int, help="Beam size (default: the model's).")
+    summarize.add_argument("--num-beams", type=int, help="Beam size (default: the model's generation config).")
     summarize.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
     summarize.add_argument(
-        "--no-repeat-ngram-size", type=int, help="No n-gram of this size twice in a summary; 0: no limit."
+        "--no-repeat-ngram-size",
+        type=int,
+        help="No n-gram of this size twice in a summary; 0: no limit (default: the model's).",
     )
-    summarize.add_argument("--min-length", type=int, help="Fewest tokens in a summary, </s> not counted.")
-    summarize.add_argument("--max-length", type=int, help="Most tokens in a summary, </s> not counted.")
+    summarize.add_argument(
+        "--min-length", type=int, help="Fewest tokens in a summary, </s> not counted (default: the model's)."
+    )
+    summarize.add_argument(
+        "--max-length", type=int, help="Most tokens in a summary, </s> not counted (default: the model's)."
+    )
     summarize.add_argument("--batch-tokens", type=int, default=4000, help="Document tokens per decoding batch.")
     summarize.add_argument(
         "--max-input-tokens",
