@@ -1,11 +1,12 @@
-"""Loading a model for decoding, and batched generation over many sentences (translations, or trees over the input
-words), ordered by length, with a progress bar."""
+"""Loading a model for decoding, and batched generation over many sentences (translations, summaries, or trees over
+the input words), ordered by length, with a progress bar."""
 
 from collections.abc import Callable
 
 import torch
 from tqdm.auto import tqdm
 from transformers import LogitsProcessorList
+from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 
 class ModelLoadError(RuntimeError):
@@ -31,6 +32,19 @@ def load_for_decoding(model_name: str):
     return model.to(device).eval(), tokenizer
 
 
+def recorded_input_limit(tokenizer) -> int | None:
+    """The longest input, in tokens, recorded with a model: its tokenizer's `model_max_length` (tokenizer_config.json;
+    the summarization recipe writes its source-length limit there), None where it is transformers' "no limit"."""
+    limit = getattr(tokenizer, "model_max_length", None)
+    return int(limit) if limit is not None and 0 < limit < VERY_LARGE_INTEGER else None
+
+
+def truncate_ids(ids: list[int], limit: int | None) -> list[int]:
+    """`ids` cut to `limit` tokens keeping the final </s> (its last id), as training documents are cut
+    (`hf_vanilla.data.summaries.encode_summaries`); unchanged when they fit or `limit` is None."""
+    return ids if limit is None or len(ids) <= limit else ids[: limit - 1] + ids[-1:]
+
+
 def generate_texts(
     model,
     tokenizer,
@@ -38,15 +52,21 @@ def generate_texts(
     max_tokens: int = 4000,
     progress: bool = True,
     processors_for_batch: Callable[[list[str]], LogitsProcessorList] | None = None,
+    max_source_tokens: int | None = None,
     **generate_kwargs,
 ) -> list[str]:
     """Decodes `sentences` with `model.generate` (the model's generation config, overridden by `generate_kwargs`),
     in batches of at most `max_tokens` source tokens, sorted by length to keep padding small; returns the outputs
     in input order. An empty sentence gives an empty output. `processors_for_batch`, given the sentences of a batch,
     returns logits processors for it (e.g. `hf_vanilla.parsing.grammar.tree_grammar_for`), run after any passed as
-    `logits_processor`."""
+    `logits_processor`. With `max_source_tokens`, a longer sentence is read cut to that many tokens
+    (`truncate_ids`)."""
     fixed_processors = list(generate_kwargs.pop("logits_processor", None) or [])
-    encoded = [tokenizer(s)["input_ids"] if s.strip() else None for s in sentences]
+    # verbose=False: a document over the tokenizer's model_max_length is cut here, not worth transformers' warning.
+    encoded = [
+        truncate_ids(tokenizer(s, verbose=False)["input_ids"], max_source_tokens) if s.strip() else None
+        for s in sentences
+    ]
     order = sorted((i for i, e in enumerate(encoded) if e is not None), key=lambda i: len(encoded[i]))
     outputs = [""] * len(sentences)
     device = next(model.parameters()).device
