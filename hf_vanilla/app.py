@@ -4,6 +4,9 @@
 - Translate: a translation with the beam size and length penalty chosen, and the cross-attention heatmap of the
   result (source tokens across, target tokens down), for any layer and head or their mean.
 - Parse: the tree over the input words, bracketed and drawn (SVG drawn here), under the tree grammar or not.
+- Summarize: a summary with the beam size, length penalty, no-repeat n-gram size and summary length bounds chosen;
+  for a pointer-generator, which summary tokens were copied from the document: each token shaded by 1 - p_gen, and
+  p_gen as bars.
 
 A model's task is its `config.decoding` (the row of the paper's decodings it was trained for); `TASKS` maps each task
 to its tab. Models are read (config only) when the app is built and loaded on their first request. Requests are
@@ -26,7 +29,7 @@ try:
 except ImportError as error:
     raise ImportError(APP_MISSING) from error
 
-from .attention_plots import attention_maps, attention_png  # noqa: E402
+from .attention_plots import attention_maps, attention_png, p_gen_figure  # noqa: E402
 from .decoding import (  # noqa: E402
     ModelLoadError,
     generate_texts,
@@ -34,12 +37,15 @@ from .decoding import (  # noqa: E402
     one_line,
     parse_texts,
     ptb_words,
+    recorded_input_limit,
 )
 from .parsing.drawing import tree_svg  # noqa: E402
 
 # The longest input a request may have, in the model's tokens: decoding time grows with it, and a public Space
 # should not be held by one request.
 MAX_INPUT_TOKENS = 200
+# A summarizer's own decoding settings beyond the beam size and length penalty, which its tab's sliders start at.
+SUMMARY_SETTINGS = ["no_repeat_ngram_size", "min_new_tokens", "max_new_tokens"]
 # No fonts fetched from the internet: the page looks the same offline.
 THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
 
@@ -51,7 +57,7 @@ class DemoModel:
 
     name: str
     config: object
-    decoding: dict  # the model's own beam size and length penalty (its generation config)
+    decoding: dict  # the model's own beam size and length penalty, and a summarizer's SUMMARY_SETTINGS
     _loaded: tuple | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -70,7 +76,13 @@ class DemoModel:
             generation = GenerationConfig.from_pretrained(name)
         except OSError:  # no generation_config.json: transformers' defaults, as generate() would use
             generation = GenerationConfig()
-        return cls(name, config, {"num_beams": generation.num_beams, "length_penalty": generation.length_penalty})
+        # transformers 5 leaves unset values None and generate() fills them from these defaults.
+        defaults = GenerationConfig._get_default_generation_params()
+        names = ["num_beams", "length_penalty"]
+        if getattr(config, "decoding", None) == "summarization":
+            names += SUMMARY_SETTINGS
+        values = {name: getattr(generation, name, None) for name in names}
+        return cls(name, config, {k: defaults.get(k) if value is None else value for k, value in values.items()})
 
     @property
     def task(self) -> str:
@@ -157,6 +169,64 @@ def parse(model: DemoModel, max_input_tokens: int):
     return run
 
 
+def _p_gen_png(maps):
+    """The p_gen bars of `maps` (`p_gen_figure`) as an image."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    p_gen_figure(maps).savefig(buffer, dpi=100, format="png")
+    return Image.open(io.BytesIO(buffer.getvalue()))
+
+
+def summarize(model: DemoModel, max_input_tokens: int):
+    """The Summarize button's function: (document, beams, penalty, no-repeat n-gram size, min and max length) ->
+    (summary, its tokens shaded by their copy probability 1 - p_gen, the p_gen bars, note); the last three are
+    empty for a model without the copy mechanism. A document over the limit the model records (its tokenizer's
+    model_max_length) is read up to it, as `hf-vanilla summarize` reads it, and the note says so."""
+
+    def run(
+        text,
+        num_beams,
+        length_penalty,
+        no_repeat_ngram_size,
+        min_length,
+        max_length,
+        progress=gr.Progress(),  # noqa: B008
+    ):
+        progress(0.0, desc="loading the model")
+        network, tokenizer = _loaded(model)
+        document = checked_input(text, tokenizer, max_input_tokens, "a document to summarize")
+        if int(min_length) > int(max_length):
+            raise gr.Error(
+                f"The minimum length ({int(min_length)}) is over the maximum ({int(max_length)}).",
+                print_exception=False,
+            )
+        limit = recorded_input_limit(tokenizer)
+        length = len(tokenizer(document, verbose=False)["input_ids"])
+        note = ""
+        if limit is not None and length > limit:
+            note = f"The model reads at most {limit} tokens: the document's last {length - limit} were left out."
+        progress(0.2, desc="summarizing")
+        flags = {
+            "num_beams": int(num_beams),
+            "length_penalty": float(length_penalty),
+            "no_repeat_ngram_size": int(no_repeat_ngram_size),
+            "min_new_tokens": int(min_length),
+            "max_new_tokens": int(max_length),
+        }
+        (summary,) = generate_texts(network, tokenizer, [document], progress=False, max_source_tokens=limit, **flags)
+        if not getattr(network.config, "pointer_generator", False):
+            return summary, None, None, note
+        progress(0.8, desc="reading p_gen")
+        maps = attention_maps(network, tokenizer, document, summary, max_source_tokens=limit)
+        shaded = []
+        for token, p_gen in zip(maps.target_tokens, maps.p_gen.tolist()):
+            shaded += [(token, round(1.0 - p_gen, 3)), (" ", None)]
+        return summary, shaded[:-1], _p_gen_png(maps), note
+
+    return run
+
+
 def _decoding_controls(model: DemoModel, prefix: str) -> tuple:
     """Beam size and length penalty sliders starting at the model's own decoding (its generation config)."""
     beams, penalty = model.decoding["num_beams"], model.decoding["length_penalty"]
@@ -216,10 +286,70 @@ def _parse_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
     )
 
 
+def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
+    decoding = model.decoding
+    pointer = bool(getattr(model.config, "pointer_generator", False))
+    longest = max(256, decoding["max_new_tokens"] or 0)
+    with gr.Row():
+        with gr.Column():
+            document = gr.Textbox(label="Document", lines=8, elem_id=f"{prefix}-input")
+            num_beams, length_penalty = _decoding_controls(model, prefix)
+            no_repeat = gr.Slider(
+                0,
+                6,
+                value=decoding["no_repeat_ngram_size"] or 0,
+                step=1,
+                label="No repeated n-grams of size (0: off)",
+                elem_id=f"{prefix}-no-repeat",
+            )
+            min_length = gr.Slider(
+                0,
+                longest,
+                value=decoding["min_new_tokens"] or 0,
+                step=1,
+                label="Minimum summary length (tokens)",
+                elem_id=f"{prefix}-min-length",
+            )
+            max_length = gr.Slider(
+                1,
+                longest,
+                value=decoding["max_new_tokens"] or longest,
+                step=1,
+                label="Maximum summary length (tokens)",
+                elem_id=f"{prefix}-max-length",
+            )
+            button = gr.Button("Summarize", variant="primary", elem_id=f"{prefix}-button")
+        with gr.Column():
+            summary = gr.Textbox(label="Summary", interactive=False, elem_id=f"{prefix}-output")
+            note = gr.Markdown(elem_id=f"{prefix}-note")
+            copied = gr.HighlightedText(
+                label="Copied from the document: each summary token shaded by 1 - p_gen",
+                visible=pointer,
+                elem_id=f"{prefix}-copied",
+            )
+            bars = gr.Image(
+                label="p_gen: 1 generated from the vocabulary, 0 copied",
+                type="pil",
+                format="png",
+                visible=pointer,
+                elem_id=f"{prefix}-p-gen",
+            )
+    inputs = [document, num_beams, length_penalty, no_repeat, min_length, max_length]
+    gr.on(
+        [button.click],
+        summarize(model, max_input_tokens),
+        inputs,
+        [summary, copied, bars, note],
+        api_name=prefix.replace("-", "_"),
+        concurrency_id=prefix,
+    )
+
+
 # A model's task (`config.decoding`) -> its tab's title and builder. A new task's tab is one entry here.
 TASKS: dict[str, tuple[str, Callable[[DemoModel, str, int], None]]] = {
     "translation": ("Translate", _translate_tab),
     "parsing": ("Parse", _parse_tab),
+    "summarization": ("Summarize", _summarize_tab),
 }
 
 

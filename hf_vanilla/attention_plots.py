@@ -2,7 +2,10 @@
 self-attention and cross-attention, per layer and head and averaged, with the tokens on the axes (matplotlib).
 
 Decoder position i reads decoder token i (the start token first) and predicts token i + 1, so the decoder axis lists
-the start token and the target without its final token; without a target, the target is the model's own decoding."""
+the start token and the target without its final token; without a target, the target is the model's own decoding.
+
+For a pointer-generator (`config.pointer_generator`), also p_gen of each target token, the probability that it was
+generated from the vocabulary rather than copied from the source (See et al., 2017), as a bar chart."""
 
 import io
 from dataclasses import dataclass
@@ -11,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .decoding import truncate_ids
+
 KINDS = ("encoder_self_attention", "decoder_self_attention", "cross_attention")
 PLOTS_MISSING = "attention plots need matplotlib: pip install 'hf-vanilla[plots]'"
 
@@ -18,13 +23,17 @@ PLOTS_MISSING = "attention plots need matplotlib: pip install 'hf-vanilla[plots]
 @dataclass
 class AttentionMaps:
     """The weights of one pair, each (layers, heads, queries, keys): encoder self-attention over the source
-    tokens, decoder self-attention over the decoder tokens, cross-attention from decoder to source tokens."""
+    tokens, decoder self-attention over the decoder tokens, cross-attention from decoder to source tokens. For a
+    pointer-generator, `p_gen` (one value per decoder position) is the probability that `target_tokens` (what each
+    position predicts: the target with its </s>) came from the vocabulary rather than from copying; else None."""
 
     source_tokens: list[str]
     decoder_tokens: list[str]
     encoder_self_attention: np.ndarray
     decoder_self_attention: np.ndarray
     cross_attention: np.ndarray
+    target_tokens: list[str] | None = None
+    p_gen: np.ndarray | None = None
 
     def axes(self, kind: str) -> tuple[list[str], list[str]]:
         """(row labels, column labels) of `kind`."""
@@ -45,12 +54,15 @@ def _labels(tokenizer, ids: list[int]) -> list[str]:
 
 
 @torch.no_grad()
-def attention_maps(model, tokenizer, source: str, target: str | None = None, **generate_kwargs) -> AttentionMaps:
-    """The attention weights of `model` reading `source` and `target` (teacher-forced), or, without a target, its
-    own decoding of `source` (`model.generate` with its generation config, updated by `generate_kwargs`)."""
+def attention_maps(
+    model, tokenizer, source: str, target: str | None = None, max_source_tokens: int | None = None, **generate_kwargs
+) -> AttentionMaps:
+    """The attention weights of `model` reading `source` (its first `max_source_tokens` tokens with </s>, when given)
+    and `target` (teacher-forced), or, without a target, its own decoding of `source` (`model.generate` with its
+    generation config, updated by `generate_kwargs`); and a pointer-generator's p_gen."""
     model.eval()
     device = next(model.parameters()).device
-    source_ids = tokenizer(source, return_tensors="pt").input_ids.to(device)
+    source_ids = torch.tensor([truncate_ids(tokenizer(source).input_ids, max_source_tokens)], device=device)
     start = model.config.decoder_start_token_id
     if target is None:
         output = model.generate(source_ids, attention_mask=torch.ones_like(source_ids), **generate_kwargs)[0].tolist()
@@ -78,6 +90,8 @@ def attention_maps(model, tokenizer, source: str, target: str | None = None, **g
         encoder_self_attention=stacked(outputs.encoder_attentions),
         decoder_self_attention=stacked(outputs.decoder_attentions),
         cross_attention=stacked(outputs.cross_attentions),
+        target_tokens=_labels(tokenizer, target_ids) if outputs.p_gen is not None else None,
+        p_gen=outputs.p_gen[0].float().cpu().numpy() if outputs.p_gen is not None else None,
     )
 
 
@@ -107,10 +121,30 @@ def _figure(
     figure.savefig(path, dpi=110, format="png")
 
 
+def p_gen_figure(maps: AttentionMaps):
+    """A matplotlib `Figure` of a pointer-generator's p_gen: a bar per target token, from 0 (copied from the source)
+    to 1 (generated from the vocabulary)."""
+    from matplotlib.figure import Figure
+
+    if maps.p_gen is None:
+        raise ValueError("these maps hold no p_gen: the model is not a pointer-generator")
+    figure = Figure(figsize=(max(4.5, 1.5 + 0.3 * len(maps.p_gen)), 3.2), layout="constrained")
+    axis = figure.subplots()
+    bars = axis.bar(range(len(maps.p_gen)), maps.p_gen, color=[(0.8 * (1 - p), 0.3, 0.8 * p) for p in maps.p_gen])
+    axis.bar_label(bars, fmt="%.2f", fontsize=7)  # a value near 0 draws no visible bar
+    axis.set_ylim(0.0, 1.0)
+    axis.set_xticks(range(len(maps.target_tokens)), maps.target_tokens, rotation=90, fontsize=8)
+    axis.set_ylabel("p_gen")
+    axis.set_title(
+        "p_gen of each output token\n(1: generated from the vocabulary, 0: copied from the source)", fontsize=8
+    )
+    return figure
+
+
 def plot_attention(maps: AttentionMaps, output_dir: str | Path) -> list[Path]:
     """Writes, for each kind of attention, one PNG per layer (a panel per head and the heads' mean) and one of the
-    mean over layers and heads, plus `attention.npz` with the plotted matrices and the axis tokens. Returns the
-    PNG paths."""
+    mean over layers and heads, for a pointer-generator `p_gen.png` (`p_gen_figure`), plus `attention.npz` with the
+    plotted matrices and the axis tokens (and `p_gen`, `target_tokens`). Returns the PNG paths."""
     try:
         import matplotlib  # noqa: F401
     except ImportError as error:
@@ -129,11 +163,17 @@ def plot_attention(maps: AttentionMaps, output_dir: str | Path) -> list[Path]:
             _figure(panels, rows, columns, written[-1])
         written.append(output_dir / f"{kind}_mean.png")
         _figure([(weights.mean((0, 1)), f"{name}, mean of layers and heads")], rows, columns, written[-1])
+    pointer = {}
+    if maps.p_gen is not None:
+        written.append(output_dir / "p_gen.png")
+        p_gen_figure(maps).savefig(written[-1], dpi=110, format="png")
+        pointer = dict(p_gen=maps.p_gen, target_tokens=np.array(maps.target_tokens))
     np.savez(
         output_dir / "attention.npz",
         source_tokens=np.array(maps.source_tokens),
         decoder_tokens=np.array(maps.decoder_tokens),
         **{kind: getattr(maps, kind) for kind in KINDS},
+        **pointer,
     )
     return written
 
@@ -157,4 +197,12 @@ def attention_png(maps: AttentionMaps, kind: str, layer: int | None = None, head
     return buffer.getvalue()
 
 
-__all__ = ["KINDS", "PLOTS_MISSING", "AttentionMaps", "attention_maps", "attention_png", "plot_attention"]
+__all__ = [
+    "KINDS",
+    "PLOTS_MISSING",
+    "AttentionMaps",
+    "attention_maps",
+    "attention_png",
+    "p_gen_figure",
+    "plot_attention",
+]

@@ -119,9 +119,35 @@ def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> l
     return ["" if length > limit else text for text, length in zip(texts, lengths)]
 
 
+# summarize's own decoding flags -> generate()'s names (the lengths are the summary's, not counting </s>).
+SUMMARY_FLAGS = {
+    "no_repeat_ngram_size": "no_repeat_ngram_size",
+    "min_length": "min_new_tokens",
+    "max_length": "max_new_tokens",
+}
+
+
 def _decoding_flags(args: argparse.Namespace) -> dict:
+    """The decoding flags given on the command line, as `generate()` keywords; the others stay the model's."""
     flags = {"num_beams": args.num_beams, "length_penalty": args.length_penalty}
+    flags.update({name: getattr(args, flag, None) for flag, name in SUMMARY_FLAGS.items()})
     return {name: value for name, value in flags.items() if value is not None}
+
+
+# The longest document `summarize` reads, in tokens, when neither --max-input-tokens nor the model sets one.
+SUMMARY_INPUT_TOKENS = 1024
+
+
+def _summary_input_limit(args: argparse.Namespace, tokenizer) -> tuple[int, str]:
+    """How many tokens of each document `summarize` reads, and where that limit comes from: --max-input-tokens, else
+    the limit recorded with the model (its tokenizer's model_max_length), else SUMMARY_INPUT_TOKENS."""
+    from .decoding import recorded_input_limit
+
+    if args.max_input_tokens is not None:
+        return args.max_input_tokens, "--max-input-tokens"
+    if recorded_input_limit(tokenizer) is not None:
+        return recorded_input_limit(tokenizer), "the model's model_max_length"
+    return SUMMARY_INPUT_TOKENS, "the default limit"
 
 
 def _translate(args: argparse.Namespace) -> None:
@@ -157,6 +183,47 @@ def _parse(args: argparse.Namespace) -> None:
     except ValueError as error:  # the tree grammar's: a tokenizer that cannot write brackets as single tokens
         raise _fail(f"{args.model}: {error} Decode with --no-tree-grammar.") from None
     _write_lines(trees)
+
+
+def _summarize(args: argparse.Namespace) -> None:
+    """One summary a line for each document a line. A document over the input limit (`_summary_input_limit`) is
+    cut to its first tokens, with a warning, where `translate` skips an over-long sentence: the beginning of a
+    document still has a summary (and training documents are cut the same way), half a sentence has no translation."""
+    from .decoding import generate_texts, one_line
+
+    for name, least in (("num_beams", 1), ("max_length", 1), ("max_input_tokens", 2), ("min_length", 0)):
+        if getattr(args, name) is not None and getattr(args, name) < least:
+            raise _fail(f"--{name.replace('_', '-')} must be at least {least}, got {getattr(args, name)}")
+    if args.no_repeat_ngram_size is not None and args.no_repeat_ngram_size < 0:
+        raise _fail(f"--no-repeat-ngram-size must not be negative, got {args.no_repeat_ngram_size}")
+    lines = _read_lines(args.input)
+    model, tokenizer = _load(args.model)
+    task = getattr(model.config, "decoding", "translation")  # a MarianMTModel translates
+    if task != "summarization":
+        other = "parse" if task == "parsing" else "translate"
+        raise _fail(f"{args.model} is a {task} model, not a summarizer; use `hf-vanilla {other}`")
+    flags = _decoding_flags(args)
+    shortest = flags.get("min_new_tokens", model.generation_config.min_new_tokens) or 0
+    longest = flags.get("max_new_tokens", model.generation_config.max_new_tokens)
+    if longest is not None and shortest > longest:
+        raise _fail(f"summaries of at least {shortest} and at most {longest} tokens: set --min-length <= --max-length")
+    limit, origin = _summary_input_limit(args, tokenizer)
+    lengths = [len(tokenizer(line, verbose=False)["input_ids"]) if line.strip() else 0 for line in lines]
+    _warn_lines(
+        args.input or "stdin",
+        [number for number, length in enumerate(lengths, 1) if length > limit],
+        f"over {limit} tokens ({origin}); only the first {limit} were read",
+    )
+    summaries = generate_texts(
+        model,
+        tokenizer,
+        lines,
+        args.batch_tokens,
+        progress=bool(args.input),
+        max_source_tokens=limit,
+        **flags,
+    )
+    _write_lines(one_line(summary) for summary in summaries)
 
 
 def _push(args: argparse.Namespace) -> None:
@@ -309,6 +376,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="Decode freely, as the paper did (default: only well-formed trees over the input words).",
     )
     parse.set_defaults(run=_parse)
+    summarize = commands.add_parser(
+        "summarize", help="Summarize documents, one a line (stdin or --input), to stdout, one summary a line."
+    )
+    summarize.add_argument("model", help="A summarization model folder or Hub id.")
+    summarize.add_argument("--input", help="A text file, one document a line (default: stdin).")
+    summarize.add_argument("--num-beams", type=int, help="Beam size (default: the model's generation config).")
+    summarize.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
+    summarize.add_argument(
+        "--no-repeat-ngram-size",
+        type=int,
+        help="No n-gram of this size twice in a summary; 0: no limit (default: the model's).",
+    )
+    summarize.add_argument(
+        "--min-length", type=int, help="Fewest tokens in a summary, </s> not counted (default: the model's)."
+    )
+    summarize.add_argument(
+        "--max-length", type=int, help="Most tokens in a summary, </s> not counted (default: the model's)."
+    )
+    summarize.add_argument("--batch-tokens", type=int, default=4000, help="Document tokens per decoding batch.")
+    summarize.add_argument(
+        "--max-input-tokens",
+        type=int,
+        help="Longer documents are cut to their first N tokens (with </s>), with a warning naming them (default: "
+        f"the model's model_max_length, its training limit, if it records one, else {SUMMARY_INPUT_TOKENS}).",
+    )
+    summarize.set_defaults(run=_summarize)
     push = commands.add_parser(
         "push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it."
     )
@@ -345,7 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     ct2.set_defaults(run=_export_ct2)
     attention = commands.add_parser(
         "attention",
-        help="PNG heatmaps of every layer's and head's attention for one sentence (pair).",
+        help="PNG heatmaps of every layer's and head's attention for one sentence (pair); for a pointer-generator, "
+        "also p_gen.png: the probability that each output token was generated rather than copied.",
     )
     attention.add_argument("model", help="A model folder or a Hub id.")
     attention.add_argument("--source", required=True, help="The source sentence.")

@@ -5,8 +5,9 @@ from transformers import GenerationConfig, PreTrainedConfig
 from transformers.activations import ACT2CLS, ACT2FN
 
 # Model sizes. `base` and `big` are the rows of Table 3 of the paper (`big_enfr`: big for English-French);
-# `parsing` is the section 6.3 parser (4 layers, d_model 1024); `demo`/`demo_parsing` fit the 15-minute CPU demos;
-# `tiny` is for tests.
+# `parsing` is the section 6.3 parser (4 layers, d_model 1024); `summarization` is Transformer-base with the
+# pointer-generator's copy mechanism (See et al., 2017); `demo`/`demo_parsing`/`demo_summarization` fit the 15-minute
+# CPU demos; `tiny` is for tests.
 PRESETS: dict[str, dict] = {
     "base": dict(d_model=512, encoder_layers=6, decoder_layers=6, num_attention_heads=8, d_ff=2048, dropout=0.1),
     "big": dict(d_model=1024, encoder_layers=6, decoder_layers=6, num_attention_heads=16, d_ff=4096, dropout=0.3),
@@ -21,6 +22,16 @@ PRESETS: dict[str, dict] = {
         dropout=0.3,
         decoding="parsing",
     ),
+    "summarization": dict(
+        d_model=512,
+        encoder_layers=6,
+        decoder_layers=6,
+        num_attention_heads=8,
+        d_ff=2048,
+        dropout=0.1,
+        pointer_generator=True,
+        decoding="summarization",
+    ),
     "demo": dict(d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512, dropout=0.1),
     "demo_parsing": dict(
         d_model=128,
@@ -32,6 +43,16 @@ PRESETS: dict[str, dict] = {
         decoding="parsing",
         tree_leaves="words",
     ),
+    "demo_summarization": dict(
+        d_model=128,
+        encoder_layers=3,
+        decoder_layers=3,
+        num_attention_heads=4,
+        d_ff=512,
+        dropout=0.1,
+        pointer_generator=True,
+        decoding="summarization",
+    ),
     "tiny": dict(
         vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128, dropout=0.1
     ),
@@ -40,9 +61,21 @@ PRESETS: dict[str, dict] = {
 # The paper's decoding (sections 6.1 and 6.3), the one place it is written: beam size, GNMT length penalty alpha,
 # maximum output length = source length + offset, early stopping. A model's `config.decoding` names its row, and
 # `VanillaGenerationConfig.from_model_config` turns that row into the model's `generation_config`.
+# Summaries are not as long as their documents: their row bounds the summary itself, min_new_tokens to max_new_tokens
+# tokens (</s> not counted; at least 1: never an empty summary), and forbids repeating any 3-gram (Paulus et al.,
+# 2018), the usual cure for a summarizer's loops. Its alpha and length bounds are starting points, to be tuned on
+# validation data, here in this one row.
 DECODING: dict[str, dict] = {
     "translation": dict(num_beams=4, length_penalty=0.6, length_penalty_style="gnmt", max_length_offset=50),
     "parsing": dict(num_beams=21, length_penalty=0.3, length_penalty_style="gnmt", max_length_offset=300),
+    "summarization": dict(
+        num_beams=4,
+        length_penalty=1.0,
+        length_penalty_style="gnmt",
+        no_repeat_ngram_size=3,
+        min_new_tokens=1,
+        max_new_tokens=64,
+    ),
 }
 
 TREE_LEAVES = ("placeholder", "pos", "words")
@@ -110,7 +143,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
         init_std: standard deviation of the normal initialisation of every projection matrix (embeddings:
             d_model^-0.5).
         decoding: which of the paper's decodings (`DECODING`) the model's `generation_config` starts from:
-            `"translation"` (beam 4, alpha 0.6, source length + 50) or `"parsing"` (beam 21, alpha 0.3, + 300).
+            `"translation"` (beam 4, alpha 0.6, source length + 50), `"parsing"` (beam 21, alpha 0.3, + 300) or
+            `"summarization"` (beam 4, alpha 1.0, summaries of 1 to 64 tokens, no 3-gram twice).
         tree_leaves: for parsers, what stands for each word in the linearized trees the model emits: `"placeholder"`
             (XX, Vinyals et al., 2015), `"pos"` (its POS tag) or `"words"` (the word itself, copied).
         tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax
@@ -209,8 +243,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "VanillaTransformerConfig":
-        """Builds a configuration from one of `PRESETS` (`base`, `big`, `big_enfr`, `parsing`, `demo`,
-        `demo_parsing`, `tiny`), with any field overridden by keyword."""
+        """Builds a configuration from one of `PRESETS` (`base`, `big`, `big_enfr`, `parsing`, `summarization`,
+        `demo`, `demo_parsing`, `demo_summarization`, `tiny`), with any field overridden by keyword."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
         return cls(**{**PRESETS[name], **overrides})

@@ -1,13 +1,14 @@
-"""Loading a model for decoding, and batched generation over many sentences (translations, or trees over the input
-words), ordered by length, with a progress bar."""
+"""Loading a model for decoding, and batched generation over many sentences (translations, summaries, or trees over
+the input words), ordered by length, with a progress bar."""
 
 from collections.abc import Callable
 
 import torch
 from tqdm.auto import tqdm
 from transformers import LogitsProcessorList
+from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
-from .data.encoding import truncate_ids
+from .data.encoding import truncate_ids  # one rule for a long input, in training and decoding
 
 
 class ModelLoadError(RuntimeError):
@@ -33,6 +34,13 @@ def load_for_decoding(model_name: str):
     return model.to(device).eval(), tokenizer
 
 
+def recorded_input_limit(tokenizer) -> int | None:
+    """The longest input, in tokens, recorded with a model: its tokenizer's `model_max_length` (tokenizer_config.json;
+    the summarization recipe writes its source-length limit there), None where it is transformers' "no limit"."""
+    limit = getattr(tokenizer, "model_max_length", None)
+    return int(limit) if limit is not None and 0 < limit < VERY_LARGE_INTEGER else None
+
+
 def generate_texts(
     model,
     tokenizer,
@@ -47,10 +55,14 @@ def generate_texts(
     in batches of at most `max_tokens` source tokens, sorted by length to keep padding small; returns the outputs
     in input order. An empty sentence gives an empty output. `processors_for_batch`, given the sentences of a batch,
     returns logits processors for it (e.g. `hf_vanilla.parsing.grammar.tree_grammar_for`), run after any passed as
-    `logits_processor`. A sentence of more than `max_source_tokens` tokens (</s> counted) is read as its first
-    `max_source_tokens - 1` and </s>, as `data.encoding.encode_truncated_pairs` cuts it in training."""
+    `logits_processor`. With `max_source_tokens`, a longer sentence is read cut to that many tokens
+    (`truncate_ids`)."""
     fixed_processors = list(generate_kwargs.pop("logits_processor", None) or [])
-    encoded = [truncate_ids(tokenizer(s)["input_ids"], max_source_tokens)[0] if s.strip() else None for s in sentences]
+    # verbose=False: a document over the tokenizer's model_max_length is cut here, not worth transformers' warning.
+    encoded = [
+        truncate_ids(tokenizer(s, verbose=False)["input_ids"], max_source_tokens) if s.strip() else None
+        for s in sentences
+    ]
     order = sorted((i for i, e in enumerate(encoded) if e is not None), key=lambda i: len(encoded[i]))
     outputs = [""] * len(sentences)
     device = next(model.parameters()).device

@@ -62,9 +62,11 @@ class Arguments(RunSettings):
     pointer_generator: bool = setting(
         "The copy mechanism of pointer-generator networks (--no-pointer-generator: the plain Transformer).", True
     )
-    no_repeat_ngram_size: int | None = setting("No n-gram of this size twice in a summary (0: no such rule).")
-    min_new_tokens: int | None = setting("Shortest summary, in tokens.")
-    max_new_tokens: int | None = setting("Longest summary, in tokens.")
+    no_repeat_ngram_size: int | None = setting(
+        "No n-gram of this size twice in a summary (0: no such rule). Default: the model's generation config."
+    )
+    min_new_tokens: int | None = setting("Shortest summary, in tokens. Default: the model's generation config.")
+    max_new_tokens: int | None = setting("Longest summary, in tokens. Default: the model's generation config.")
     MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator")
     GENERATION_CONFIG = (*RunSettings.GENERATION_CONFIG, "no_repeat_ngram_size", "min_new_tokens", "max_new_tokens")
     TRUNCATION = ("max_source_tokens", "max_target_tokens")
@@ -141,9 +143,10 @@ def main(args: Arguments) -> dict:
                 corpus = as_pairs(corpus)
     check_before_training(run, corpus, dataset, "--dataset")
 
-    # Tokenizer (trained on the training split, or --init-from's) and model (with or without the copy mechanism).
+    # Tokenizer (trained on the training split, or --init-from's) and model (with or without the copy mechanism),
+    # decoding as a summarizer (`DECODING["summarization"]`) whatever its size.
     tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, dataset)
-    build_model(run)
+    build_model(run, **({} if settings.init_from else {"decoding": "summarization"}))
 
     # The metric: ROUGE-1 of greedy summaries in validation, ROUGE of the beam search at the end (predictions.jsonl).
     def validation_rouge(model, items) -> dict:

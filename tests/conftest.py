@@ -70,6 +70,29 @@ def reversal_folder(reversal_model, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def summarization_model():
+    """A tiny pointer-generator trained for seconds to reverse its input (a copy task: outputs depend on inputs, see
+    `helpers.train_reversal_model`), then made a summarizer: `config.decoding = "summarization"` and the generation
+    config of that row (`DECODING["summarization"]`). Tests must not change it."""
+    from hf_vanilla.configuration_vanilla import VanillaGenerationConfig
+
+    model = train_reversal_model(pointer_generator=True)  # trained and checked under translation's decoding
+    model.config.decoding = "summarization"
+    model.generation_config = VanillaGenerationConfig.from_model_config(model.config)
+    return model
+
+
+@pytest.fixture(scope="session")
+def summarization_folder(summarization_model, tmp_path_factory) -> Path:
+    """The summarization model saved with the reversal model's word-level tokenizer (`helpers.reversal_tokenizer`),
+    which records no input limit (model_max_length)."""
+    folder = tmp_path_factory.mktemp("summarization_folder")
+    summarization_model.save_pretrained(folder)
+    reversal_tokenizer().save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def opus_folder(tmp_path_factory) -> Path:
     """A folder shaped like an OPUS-MT checkout: a `MarianMTModel` saved with `save_pretrained` (untrained:
     `helpers.random_marian` with weights of std 0.15, whose greedy outputs differ from sentence to sentence), beside

@@ -164,6 +164,86 @@ def test_parse_gives_the_tree_the_parse_command_gives_and_draws_it(parser_folder
         run("   ", 2, 1.0, True, progress=lambda *a, **k: None)
 
 
+def test_a_summarizer_gets_a_summarize_tab(summarization_folder, reversal_folder):
+    demo = app.build_app([str(summarization_folder), str(reversal_folder)])
+    tabs = [block for block in demo.blocks.values() if isinstance(block, gr.Tab)]
+    assert [(tab.label, tab.elem_id) for tab in tabs] == [
+        ("Summarize", "summarization-0-tab"),
+        ("Translate", "translation-0-tab"),
+    ]
+    shown = {block.elem_id: block.visible for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+    assert shown["summarization-0-copied"] and shown["summarization-0-p-gen"]  # a pointer-generator: p_gen shown
+
+
+def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder, summarization_model, monkeypatch):
+    """The summary is `generate_texts`' with the chosen settings (the sliders start at the model's summarization
+    row); each summary token, </s> included, is shaded by 1 - p_gen of the model's forward pass over the pair."""
+    import torch
+
+    model = app.DemoModel.read(str(summarization_folder))
+    row = {"num_beams": 4, "length_penalty": 1.0, "no_repeat_ngram_size": 3, "min_new_tokens": 1, "max_new_tokens": 64}
+    assert model.decoding == row
+    passed = []
+
+    def recording(*args, **kwargs):
+        passed.append({k: kwargs[k] for k in row})
+        return generate_texts(*args, **kwargs)
+
+    monkeypatch.setattr(app, "generate_texts", recording)
+    run = app.summarize(model, app.MAX_INPUT_TOKENS)
+    tokenizer, quiet = reversal_tokenizer(), {"progress": lambda *a, **k: None}
+    for document, settings in (("a b c a b c d", (4, 1.0, 3, 1, 64)), ("x w v u t s", (2, 0.5, 0, 2, 4))):
+        summary, shaded, image, note = run(document, *settings, **quiet)
+        flags = dict(zip(row, settings))
+        assert [summary] == generate_texts(summarization_model, tokenizer, [document], progress=False, **flags)
+        assert passed[-1] == flags and note == ""
+        tokens = [token for token, score in shaded if score is not None]
+        assert tokens == [*summary.split(), "</s>"] and [text for text, score in shaded if score is None] == [" "] * (
+            len(tokens) - 1
+        )
+        source = tokenizer(document, return_tensors="pt").input_ids
+        decoder = torch.tensor([[1] + tokenizer(summary).input_ids[:-1]])
+        with torch.no_grad():
+            p_gen = summarization_model(input_ids=source, decoder_input_ids=decoder, output_attentions=True).p_gen[0]
+        assert [score for _, score in shaded if score is not None] == [round(1 - p, 3) for p in p_gen.tolist()]
+        assert np.asarray(image.convert("L"), dtype=float).std() > 10  # bars, not a blank picture
+    assert summary == "s t u v"  # max length 4 cut the reversal
+
+    with pytest.raises(gr.Error, match="The input is empty: type a document to summarize first."):
+        run(" ", 4, 1.0, 3, 1, 64, **quiet)
+    with pytest.raises(gr.Error, match=r"The minimum length \(9\) is over the maximum \(8\)."):
+        run("a b c", 4, 1.0, 3, 9, 8, **quiet)
+    assert run("a b c", 4, 1.0, 3, 1, 64, **quiet)[0] == "c b a"  # still serving
+
+
+def test_summarize_reads_a_long_document_up_to_the_models_limit_and_says_so(summarization_folder, tmp_path):
+    from transformers import AutoTokenizer
+
+    folder = tmp_path / "recorded"
+    shutil.copytree(summarization_folder, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.model_max_length = 5  # the limit the model was trained with, as the summarization recipe records it
+    tokenizer.save_pretrained(folder)
+    run = app.summarize(app.DemoModel.read(str(folder)), app.MAX_INPUT_TOKENS)
+    summary, shaded, _, note = run("a b c d e f g h", 4, 1.0, 3, 1, 64, progress=lambda *a, **k: None)
+    assert summary == "d c b a" and note == "The model reads at most 5 tokens: the document's last 4 were left out."
+    assert len([score for _, score in shaded if score is not None]) == 5  # d c b a </s>
+
+
+def test_a_summarizer_without_the_copy_mechanism_shows_no_p_gen(reversal_folder, tmp_path):
+    folder = tmp_path / "plain"
+    shutil.copytree(reversal_folder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "decoding": "summarization"}))
+    (folder / "generation_config.json").unlink()  # transformers' defaults: no summary bounds
+    model = app.DemoModel.read(str(folder))
+    demo = app.build_app([str(folder)])
+    shown = {block.elem_id: block.visible for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+    assert not shown["summarization-0-copied"] and not shown["summarization-0-p-gen"]
+    summary, shaded, image, note = app.summarize(model, 50)("a b c", 2, 1.0, 0, 1, 10, progress=lambda *a, **k: None)
+    assert summary == "c b a" and shaded is None and image is None and note == ""
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -241,11 +321,13 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def served(reversal_folder, parser_folder):
-    """`hf-vanilla app` serving the reversal model and the parser on 127.0.0.1, as a user starts it: its URL."""
+def served(reversal_folder, parser_folder, summarization_folder):
+    """`hf-vanilla app` serving the reversal model, the parser and the summarizer on 127.0.0.1, as a user starts it:
+    its URL."""
     port = _free_port()
+    models = [str(reversal_folder), str(parser_folder), str(summarization_folder)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "hf_vanilla.cli", "app", str(reversal_folder), str(parser_folder), "--port", str(port)],
+        [sys.executable, "-m", "hf_vanilla.cli", "app", *models, "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -345,4 +427,20 @@ def test_an_error_shows_one_message_and_the_next_request_works_in_a_browser(brow
     page.locator("#translation-0-input textarea").fill("a b c")
     page.locator("#translation-0-button").click()
     assert _answer(page, "translation-0-output") == "c b a"
+    page.close()
+
+
+@pytest.mark.slow
+def test_summarize_tab_in_a_browser(browser, served, summarization_model):
+    page = _page(browser, served)
+    page.get_by_role("tab", name="Summarize").click()
+    page.locator("#summarization-0-input textarea").fill("a b c a b c d")
+    page.locator("#summarization-0-button").click()
+    summary = _answer(page, "summarization-0-output")
+    assert [summary] == generate_texts(summarization_model, reversal_tokenizer(), ["a b c a b c d"], progress=False)
+    bars = page.locator("#summarization-0-p-gen img")
+    bars.wait_for(state="visible")
+    shown = page.locator("#summarization-0-copied").inner_text()
+    assert all(token in shown for token in summary.split())  # the shaded summary tokens
+    _shot(page, "summarize")
     page.close()

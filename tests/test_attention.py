@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hf_vanilla.attention_plots import KINDS, attention_maps
+from hf_vanilla.attention_plots import KINDS, attention_maps, p_gen_figure
 from hf_vanilla.cli import main as cli_main
 
 from helpers import assert_close_up_to_rounding, batch, reversal_tokenizer, tiny_model, transformer_sums
@@ -104,3 +104,38 @@ def test_attention_maps_of_a_given_pair_are_teacher_forced(reversal_model):
     assert maps.source_tokens == ["a", "b", "c", "</s>"] and maps.decoder_tokens == ["<s>", "x", "y", "z"]
     assert maps.cross_attention.shape == (2, 4, 4, 4) and maps.decoder_self_attention.shape == (2, 4, 4, 4)
     assert maps.axes("cross_attention") == (maps.decoder_tokens, maps.source_tokens)
+
+
+def test_a_pointer_generators_p_gen_is_plotted_for_each_output_token(
+    summarization_folder, summarization_model, tmp_path, capsys
+):
+    """p_gen.png beside the heatmaps; the bars (one per output token, </s> included) are the model's p_gen from a
+    forward pass over the same pair, in [0, 1], some of them far from 1 (the copy task is learned by copying)."""
+    tokenizer = reversal_tokenizer()
+    output = tmp_path / "plots"
+    cli_main(["attention", str(summarization_folder), "--source", "a b c d e f", "--output", str(output)])
+    assert "10 plots" in capsys.readouterr().out  # 3 kinds x (2 layers + the mean), and p_gen.png
+    assert (output / "p_gen.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = np.load(output / "attention.npz")
+    assert saved["target_tokens"].tolist() == [*"fedcba", "</s>"]  # its own decoding: the reversal
+
+    source = tokenizer("a b c d e f", return_tensors="pt").input_ids
+    decoder = torch.tensor([[1] + tokenizer("f e d c b a").input_ids[:-1]])
+    with torch.no_grad():
+        out = summarization_model(input_ids=source, decoder_input_ids=decoder, output_attentions=True)
+    np.testing.assert_array_equal(saved["p_gen"], out.p_gen[0].numpy())  # the same code on the same inputs
+    assert ((0 <= saved["p_gen"]) & (saved["p_gen"] <= 1)).all() and saved["p_gen"].min() < 0.5
+
+    maps = attention_maps(summarization_model, tokenizer, "a b c d e f")
+    (axis,) = p_gen_figure(maps).axes
+    assert [bar.get_height() for bar in axis.patches] == maps.p_gen.tolist()
+    assert [label.get_text() for label in axis.get_xticklabels()] == [*"fedcba", "</s>"]
+    assert axis.get_ylim() == (0.0, 1.0)
+
+
+def test_maps_of_a_plain_model_hold_no_p_gen_and_a_long_source_can_be_cut(reversal_model):
+    maps = attention_maps(reversal_model, reversal_tokenizer(), "a b c d e", "e d c", max_source_tokens=3)
+    assert maps.p_gen is None and maps.target_tokens is None
+    assert maps.source_tokens == ["a", "b", "</s>"] and maps.cross_attention.shape[-1] == 3
+    with pytest.raises(ValueError, match="not a pointer-generator"):
+        p_gen_figure(maps)

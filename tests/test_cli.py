@@ -1,11 +1,15 @@
 """The `hf-vanilla` console script."""
 
 import json
+import shutil
 import subprocess
 import sys
 
+import pytest
 import torch
 from safetensors.torch import load_file
+
+from hf_vanilla.cli import main
 
 from helpers import tiny_model
 
@@ -134,3 +138,126 @@ def test_parse_with_a_tokenizer_that_cannot_write_brackets_says_how_to_decode(tm
     )
     assert result.returncode != 0 and "not a parser's tokenizer" in result.stderr
     assert "--no-tree-grammar" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- summarize, on the tiny pointer-generator trained to copy (reverse) its input -----------------------------------
+
+
+def summarize(folder, *flags: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hf_vanilla.cli", "summarize", str(folder), *flags],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def warnings(result: subprocess.CompletedProcess) -> list[str]:
+    """The command's warnings (stderr also shows a progress bar when it reads --input)."""
+    return [line for line in result.stderr.splitlines() if line.startswith("hf-vanilla: warning:")]
+
+
+def test_summarize_decodes_as_generate_does_with_the_models_decoding(summarization_folder, summarization_model):
+    """Each line's summary is `generate()` under the model's generation config (the summarization row: the repeated
+    trigram of "d c b a c b a" is not written); empty and blank lines give empty lines; CRLF ends are dropped."""
+    from helpers import reversal_tokenizer
+
+    documents = ["a b c a b c d", "", "x w v u t s r q p o", "   ", "e f g h"]
+    result = summarize(summarization_folder, stdin="\r\n".join(documents) + "\r\n")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")[:-1]
+    assert len(lines) == 5 and lines[1] == lines[3] == ""
+    tokenizer = reversal_tokenizer()
+    for document, line in zip(documents, lines):
+        if document.strip():
+            output = summarization_model.generate(**tokenizer([document], return_tensors="pt"))
+            assert line == tokenizer.decode(output[0], skip_special_tokens=True)
+    assert lines[2] == "o p q r s t u v w x" and lines[0] != "d c b a c b a"
+
+
+def test_summarize_flags_override_the_models_decoding(summarization_folder, tmp_path):
+    (tmp_path / "in.txt").write_text("a b c a b c d\na b c\nx w v u t s r q p o\n")
+    result = summarize(
+        summarization_folder,
+        "--input",
+        str(tmp_path / "in.txt"),
+        "--no-repeat-ngram-size",
+        "0",
+        "--min-length",
+        "6",
+        "--max-length",
+        "8",
+        "--num-beams",
+        "1",
+        "--length-penalty",
+        "0.6",
+    )
+    assert result.returncode == 0, result.stderr
+    repeated, grown, cut = (line.split() for line in result.stdout.splitlines())
+    assert repeated == "d c b a c b a".split()  # the copy, its trigram twice: no-repeat is off
+    assert 6 <= len(grown) <= 8 and grown[:3] == ["c", "b", "a"]  # at least 6 tokens where the copy has 3
+    assert cut == "o p q r s t u v".split()  # at most 8
+
+
+def test_summarize_reads_a_long_document_up_to_the_limit_with_a_warning(summarization_folder, tmp_path):
+    """An over-long document is summarized from its first N tokens (the last of them </s>), not skipped: N is
+    --max-input-tokens, else the model's model_max_length, else SUMMARY_INPUT_TOKENS."""
+    from transformers import AutoTokenizer
+
+    from hf_vanilla.cli import SUMMARY_INPUT_TOKENS
+
+    long, cut = "a b c d e f g h", "a b c d"  # 8 words + </s> = 9 tokens; 5 tokens: the first 4 words + </s>
+    (tmp_path / "in.txt").write_text(f"e f\n{long}\n")
+    flagged = summarize(summarization_folder, "--input", str(tmp_path / "in.txt"), "--max-input-tokens", "5")
+    assert flagged.returncode == 0, flagged.stderr
+    assert flagged.stdout.splitlines() == ["f e", summarize(summarization_folder, stdin=cut).stdout.strip()]
+    assert flagged.stdout.splitlines()[1] == "d c b a"
+    assert warnings(flagged) == [
+        f"hf-vanilla: warning: {tmp_path / 'in.txt'} line 2: over 5 tokens (--max-input-tokens); only the first 5 "
+        "were read"
+    ]
+
+    recorded = tmp_path / "recorded"
+    shutil.copytree(summarization_folder, recorded)
+    tokenizer = AutoTokenizer.from_pretrained(recorded)
+    tokenizer.model_max_length = 5  # what the model was trained on, as the summarization recipe records it
+    tokenizer.save_pretrained(recorded)
+    by_model = summarize(recorded, stdin=f"e f\n{long}\n")
+    assert by_model.stdout == flagged.stdout
+    assert warnings(by_model) == [
+        "hf-vanilla: warning: stdin line 2: over 5 tokens (the model's model_max_length); only the first 5 were read"
+    ]
+
+    huge = " ".join(["a"] * SUMMARY_INPUT_TOKENS)  # with </s>, one token over the default limit
+    by_default = summarize(summarization_folder, "--max-length", "2", stdin=f"{huge}\n")
+    assert by_default.returncode == 0 and len(by_default.stdout.split()) == 2
+    assert warnings(by_default) == [
+        f"hf-vanilla: warning: stdin line 1: over {SUMMARY_INPUT_TOKENS} tokens (the default limit); only the first "
+        f"{SUMMARY_INPUT_TOKENS} were read"
+    ]
+
+
+def test_summarize_errors_are_one_line(summarization_folder, reversal_folder, tmp_path, monkeypatch):
+    for args, expected in (
+        ((str(tmp_path / "no-model"),), "cannot load model"),
+        ((str(reversal_folder),), "is a translation model, not a summarizer; use `hf-vanilla translate`"),
+        ((str(summarization_folder), "--min-length", "65"), "at least 65 and at most 64 tokens"),
+    ):
+        result = summarize(*args, stdin="a b c\n")
+        assert result.returncode != 0 and "Traceback" not in result.stderr
+        assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+        assert result.stderr.startswith("hf-vanilla: ") and expected in result.stderr, result.stderr
+    # Refused before anything is read or loaded (in this process: `main` raises the SystemExit the script exits with).
+    monkeypatch.setattr("hf_vanilla.cli._load", lambda name: pytest.fail("loaded a model for a bad flag"))
+    for args, expected in (
+        (("--input", str(tmp_path / "missing.txt")), "hf-vanilla: cannot read"),
+        (("--num-beams", "0"), "hf-vanilla: --num-beams must be at least 1, got 0"),
+        (("--max-length", "0"), "hf-vanilla: --max-length must be at least 1, got 0"),
+        (("--min-length", "-1"), "hf-vanilla: --min-length must be at least 0, got -1"),
+        (("--max-input-tokens", "1"), "hf-vanilla: --max-input-tokens must be at least 2, got 1"),
+        (("--no-repeat-ngram-size", "-1"), "hf-vanilla: --no-repeat-ngram-size must not be negative, got -1"),
+    ):
+        with pytest.raises(SystemExit) as exit:
+            main(["summarize", str(summarization_folder), *args])
+        assert str(exit.value.code).startswith(expected) and "\n" not in str(exit.value.code)

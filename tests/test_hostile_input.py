@@ -357,8 +357,13 @@ def hostile_file(seed: int, count: int) -> list[bytes]:
     return [*lines[:middle], LONG_LINE, *lines[middle:], LONG_LINE]
 
 
-def _check_warnings(stderr: str, where: str, lines: list[bytes]) -> None:
-    """The warnings name exactly the lines with undecodable bytes and the over-long ones."""
+def _check_warnings(
+    stderr: str,
+    where: str,
+    lines: list[bytes],
+    long_problem: str = f"over --max-input-tokens {MAX_INPUT_TOKENS} tokens",
+) -> None:
+    """The warnings name exactly the lines with undecodable bytes and the over-long ones (`long_problem`)."""
     undecodable = []
     for number, raw in enumerate(lines, 1):
         try:
@@ -373,7 +378,7 @@ def _check_warnings(stderr: str, where: str, lines: list[bytes]) -> None:
             numbers = [int(n) for n in match.group(1).split(", ")]
             named[match.group(3).split(";")[0]] = (numbers, int(match.group(2) or 0))
     assert named["not UTF-8"] == (undecodable[:10], len(undecodable[10:]))
-    assert named[f"over --max-input-tokens {MAX_INPUT_TOKENS} tokens"] == (long, 0)
+    assert named[long_problem] == (long, 0)
 
 
 def _run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -427,3 +432,22 @@ def test_parse_keeps_one_well_formed_tree_per_input_line_whatever_the_input(pars
             assert tree == ""
         else:
             assert str(parse_tree(tree)) == tree and tree_words(tree) == expected, (number, raw)
+
+
+def test_summarize_keeps_one_output_line_per_input_line_whatever_the_input(summarization_folder):
+    """Over-long documents are read up to the limit, not skipped: the warning says so; blank lines give empty lines."""
+    lines = hostile_file(seed=21, count=60)
+    result = _run(
+        ["summarize", str(summarization_folder), "--max-input-tokens", str(MAX_INPUT_TOKENS)],
+        stdin=b"\r\n".join(lines) + b"\r\n",
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr
+    output = result.stdout.decode("utf-8")
+    assert output.endswith("\n") and len(output.split("\n")[:-1]) == len(output.splitlines()) == len(lines)
+    long_problem = f"over {MAX_INPUT_TOKENS} tokens (--max-input-tokens)"
+    _check_warnings(stderr, "stdin", lines, long_problem)
+    assert f"{long_problem}; only the first {MAX_INPUT_TOKENS} were read" in stderr
+    for raw, summary in zip(lines, output.splitlines()):
+        if not raw.decode("utf-8", "replace").strip():
+            assert summary == ""

@@ -77,6 +77,28 @@ def test_base_preset_decoding_is_the_papers():
     assert decoding.length_penalty_style == "gnmt" and decoding.max_length_offset == 50
 
 
+@pytest.mark.parametrize("preset, size", [("summarization", "base"), ("demo_summarization", "demo")])
+def test_summarization_presets_have_the_copy_mechanism_and_the_summary_decoding(preset, size, tmp_path):
+    config = VanillaTransformerConfig.from_preset(preset)
+    assert config.pointer_generator and config.decoding == "summarization"
+    assert {k: v for k, v in config.to_dict().items() if k in hf_vanilla.PRESETS[size]} == hf_vanilla.PRESETS[size]
+    with torch.device("meta"):
+        model = VanillaTransformerForConditionalGeneration(config)
+    decoding = model.generation_config
+    decoding.validate(strict=True)  # transformers' own checks, warnings made errors
+    assert (decoding.num_beams, decoding.length_penalty, decoding.length_penalty_style) == (4, 1.0, "gnmt")
+    assert (decoding.no_repeat_ngram_size, decoding.min_new_tokens, decoding.max_new_tokens) == (3, 1, 64)
+    assert decoding.max_length_offset is None and decoding.early_stopping is True  # the summary's own bounds only
+    decoding.save_pretrained(tmp_path)
+    reloaded = hf_vanilla.configuration_vanilla.VanillaGenerationConfig.from_pretrained(tmp_path)
+    assert reloaded.to_diff_dict() == decoding.to_diff_dict()
+
+
+def test_from_preset_names_every_preset_in_its_docstring():
+    documented = VanillaTransformerConfig.from_preset.__doc__.split("(")[1].split(")")[0]
+    assert sorted(name.strip("` \n") for name in documented.split(",")) == sorted(hf_vanilla.PRESETS)
+
+
 def test_auto_classes_resolve_the_model(tmp_path):
     config = AutoConfig.for_model("vanilla_transformer", **hf_vanilla.PRESETS["tiny"])
     assert isinstance(config, VanillaTransformerConfig)

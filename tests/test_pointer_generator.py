@@ -358,3 +358,49 @@ def test_conversions_refuse_a_pointer_generator_in_one_line(tmp_path):
         export_ct2(model, tmp_path / "ct2", tokenizer=reversal_tokenizer())
     assert str(error.value) == "pointer_generator=True: CTranslate2 has no copy mechanism"
     assert not (tmp_path / "ct2").exists()
+
+
+# --- the summarization decoding (DECODING["summarization"]) ---------------------------------------------------------
+
+
+def summaries(model, texts: list[str], **generate_kwargs) -> list[list[str]]:
+    """Each text's decoding by `model` as the reversal tokenizer's tokens, every one after the start token up to
+    (without) </s>; the model's generation config unless `generate_kwargs` say otherwise."""
+    tokenizer = reversal_tokenizer()
+    encoded = tokenizer(texts, return_tensors="pt", padding=True)
+    rows = [decoded(row) for row in model.generate(**encoded, **generate_kwargs).tolist()]
+    return [tokenizer.convert_ids_to_tokens(row[:-1] if row[-1:] == [2] else row) for row in rows]
+
+
+def trigrams(tokens: list[str]) -> list[tuple]:
+    return [tuple(tokens[i : i + 3]) for i in range(len(tokens) - 2)]
+
+
+def test_the_summarization_row_forbids_repeated_trigrams_that_the_copy_task_would_write(summarization_model):
+    """The trained reversal model writes a repeated trigram where the reversal has one ("c b a" twice); under its
+    generation config (the summarization row, no_repeat_ngram_size=3) it never does, and where no trigram repeats
+    the row changes nothing (beams of 4 still find the reversal)."""
+    repeating, plain = "a b c a b c d", "x w v u t s r q p o"
+    free = summaries(summarization_model, [repeating, plain], no_repeat_ngram_size=0)
+    assert free == ["d c b a c b a".split(), plain.split()[::-1]]
+    assert len(set(trigrams(free[0]))) < len(trigrams(free[0]))
+    row = summaries(summarization_model, [repeating, plain])
+    assert len(set(trigrams(row[0]))) == len(trigrams(row[0])) and row[1] == free[1]
+
+
+def test_the_rows_length_bounds_reach_generate(summarization_model, monkeypatch):
+    """A row with other bounds, made the generation config by `from_model_config`, bounds the outputs: at most
+    max_new_tokens tokens (the reversal of 10 symbols is cut to 4), at least min_new_tokens (that of 3 grows to 8)."""
+    from hf_vanilla.configuration_vanilla import DECODING, VanillaGenerationConfig
+
+    short, long = "a b c", "x w v u t s r q p o"
+    assert [len(tokens) for tokens in summaries(summarization_model, [short, long])] == [3, 10]
+    model = copy.deepcopy(summarization_model)
+    row = {**DECODING["summarization"], "min_new_tokens": 8, "max_new_tokens": 4}
+    monkeypatch.setitem(DECODING, "summarization", {**row, "min_new_tokens": 0})
+    model.generation_config = VanillaGenerationConfig.from_model_config(model.config)
+    assert [len(tokens) for tokens in summaries(model, [short, long])] == [3, 4]
+    monkeypatch.setitem(DECODING, "summarization", {**row, "max_new_tokens": 12})
+    model.generation_config = VanillaGenerationConfig.from_model_config(model.config)
+    lengths = [len(tokens) for tokens in summaries(model, [short, long])]
+    assert 8 <= lengths[0] <= 12 and lengths[1] == 10

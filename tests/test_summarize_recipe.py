@@ -18,7 +18,7 @@ from transformers import AutoTokenizer, HfArgumentParser
 from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.cards import check_card, expected_metrics
 from hf_vanilla.data.encoding import encode_truncated_pairs, truncate_ids
-from hf_vanilla.decoding import generate_texts
+from hf_vanilla.decoding import generate_texts, recorded_input_limit
 from hf_vanilla.evaluation import summarization
 from hf_vanilla.evaluation.rouge import compute_rouge
 from hf_vanilla.hub import build_hub_folder
@@ -88,12 +88,18 @@ def test_a_run_records_rouge_as_recomputed_from_its_predictions_in_the_test_file
     assert [p["source"] for p in predictions] == [row["document"] for row in test]
     assert [p["reference"] for p in predictions] == [row["abstract"] for row in test]
     assert all(set(p) == {"source", "reference", "prediction"} for p in predictions)  # one reference: no list
-    assert all(p["prediction"] for p in predictions)  # the tiny preset's min_new_tokens
+    assert any(p["prediction"] for p in predictions)  # DECODING["summarization"]: at least one new token
     scores = compute_rouge([p["prediction"] for p in predictions], [p["reference"] for p in predictions])
     assert {name: results[name] for name in ROUGE} == {name: round(scores[name], 2) for name in ROUGE}
-    assert 0 < results["rouge1"] <= 100 and "rouge1_multi_reference" not in results
+    assert 0 <= results["rouge1"] <= 100 and "rouge1_multi_reference" not in results
     assert results["steps"] == 4 and results["eval_items"] == len(test) and results["pointer_generator"] is True
     assert (results["max_source_tokens"], results["max_target_tokens"]) == (24, 8)
+    # The model decodes as a summarizer (its DECODING row, the tiny preset's max_new_tokens) and records the source
+    # limit it was trained with, where `hf-vanilla summarize` and the app read it.
+    generation = json.loads((folder / "final" / "generation_config.json").read_text())
+    assert (generation["num_beams"], generation["no_repeat_ngram_size"], generation["max_new_tokens"]) == (4, 3, 8)
+    assert generation.get("max_length_offset") is None
+    assert recorded_input_limit(AutoTokenizer.from_pretrained(folder / "final")) == 24
     log = read_jsonl(folder / "train_log.jsonl")
     assert [e["step"] for e in log if "valid_rouge1" in e] == [2, 4]
     assert all(0 <= e["valid_rouge1"] <= 100 for e in log if "valid_rouge1" in e)
@@ -130,7 +136,7 @@ def test_truncation_keeps_the_first_tokens_and_the_end_of_sequence_in_training_a
         source = encoded.source_ids[encoded.source_offsets[index] : encoded.source_offsets[index + 1]].tolist()
         assert source == (full if len(full) <= 24 else full[:23] + [tokenizer.eos_token_id])
     assert counts["sources_truncated"] == sum(len(tokenizer(r["document"])["input_ids"]) > 24 for r in rows)
-    assert truncate_ids([5, 6, 7, 2], 3) == ([5, 6, 2], True) and truncate_ids([5, 2], 2) == ([5, 2], False)
+    assert truncate_ids([5, 6, 7, 2], 3) == [5, 6, 2] and truncate_ids([5, 2], 2) == [5, 2]
     with pytest.raises(ValueError, match="max_source_tokens must be at least 2"):
         encode_truncated_pairs(pairs, tokenizer, "text", "summary", None, 1, 8)
     # Decoding reads a long document as training did: its first 23 tokens and </s> (the ids `generate` receives).
@@ -280,9 +286,10 @@ def test_presets_and_flags_resolve_to_the_settings_of_the_issue(tmp_path):
         None,
     )
     assert demo.max_steps == 3000 and demo.max_train_minutes is None and demo.token_limits == (96, 32)
-    assert demo.decoding == {"num_beams": 4, "length_penalty": 0.6, "no_repeat_ngram_size": 3, "max_new_tokens": 32}
+    assert demo.decoding == {} and demo.model_preset == "demo_summarization"  # the model's DECODING row decodes
     assert demo.model_overrides == {"pointer_generator": True}
     full = resolve(summarize.Arguments(preset="summarization"), SUMMARIZATION_PRESETS)
+    assert full.model_preset == "summarization" and full.decoding == {}
     assert (full.tokens_per_step, full.max_source_tokens, full.max_target_tokens, full.max_length) == (
         25000,
         512,

@@ -109,11 +109,11 @@ def _padded(
     )
 
 
-def truncate_ids(ids: list[int], limit: int | None) -> tuple[list[int], bool]:
-    """`ids` cut to `limit` tokens keeping its final </s> (the last id), and whether it was cut (None: no limit)."""
-    if limit is None or len(ids) <= limit:
-        return ids, False
-    return ids[: limit - 1] + ids[-1:], True
+def truncate_ids(ids: list[int], limit: int | None) -> list[int]:
+    """`ids` cut to `limit` tokens keeping the final </s> (its last id), as every split of a truncating recipe is cut
+    (`encode_truncated_pairs`) and as decoding reads a long input (`decoding.generate_texts`); unchanged when they
+    fit or `limit` is None."""
+    return ids if limit is None or len(ids) <= limit else ids[: limit - 1] + ids[-1:]
 
 
 def encode_truncated_pairs(
@@ -140,13 +140,13 @@ def encode_truncated_pairs(
 
     def encode(batch: dict) -> dict:
         sides = [p[source_lang] for p in batch["translation"]], [p[target_lang] for p in batch["translation"]]
-        sources = [truncate_ids(ids, max_source_tokens) for ids in tokenizer(sides[0])["input_ids"]]
-        targets = [truncate_ids(ids, max_target_tokens) for ids in tokenizer(sides[1])["input_ids"]]
+        # verbose=False: a text over the tokenizer's model_max_length (the limit a truncating run records) is cut here
+        sources, targets = (tokenizer(side, verbose=False)["input_ids"] for side in sides)
         return {
-            "input_ids": [ids for ids, _ in sources],
-            "labels": [ids for ids, _ in targets],
-            "source_truncated": [cut for _, cut in sources],
-            "target_truncated": [cut for _, cut in targets],
+            "input_ids": [truncate_ids(ids, max_source_tokens) for ids in sources],
+            "labels": [truncate_ids(ids, max_target_tokens) for ids in targets],
+            "source_truncated": [max_source_tokens is not None and len(ids) > max_source_tokens for ids in sources],
+            "target_truncated": [max_target_tokens is not None and len(ids) > max_target_tokens for ids in targets],
         }
 
     encoded = pairs.map(encode, batched=True, remove_columns=pairs.column_names, desc="encoding", **options)

@@ -148,13 +148,15 @@ def build_tokenizer(
 ) -> PreTrainedTokenizerFast:
     """`run.tokenizer`: the tokenizer of `--init-from` (recorded as such in OUTPUT_DIR/tokenizer), or the shared BPE
     trained for this run on `train_split`'s `languages` (see `prepare_shared_tokenizer`); either way a tokenizer
-    folder from another run is refused."""
+    folder from another run is refused. Where the recipe truncates sources (`RunSettings.TRUNCATION`), the limit is
+    its `model_max_length`, saved with every checkpoint and the final model, where `hf-vanilla summarize` and the
+    app read it (`decoding.recorded_input_limit`)."""
     settings, accelerator = run.settings, run.accelerator
     if settings.init_from is None:
         run.tokenizer = prepare_shared_tokenizer(
             accelerator, run.output_dir, train_split, languages, settings.vocab_size, dataset, whitespace_only
         )
-        return run.tokenizer
+        return record_input_limit(run)
     folder = run.output_dir / "tokenizer"
     expected = {"init_from": settings.init_from}
 
@@ -170,6 +172,14 @@ def build_tokenizer(
             else:
                 write_tokenizer_folder(folder, AutoTokenizer.from_pretrained(settings.init_from), expected)
     run.tokenizer = AutoTokenizer.from_pretrained(folder)
+    return record_input_limit(run)
+
+
+def record_input_limit(run: RunContext) -> PreTrainedTokenizerFast:
+    """`run.tokenizer`, its `model_max_length` the run's source-token limit where the recipe truncates (else as
+    it is)."""
+    if run.settings.token_limits[0] is not None:
+        run.tokenizer.model_max_length = run.settings.token_limits[0]
     return run.tokenizer
 
 
