@@ -209,7 +209,7 @@ def render_model_card(
             data_licence=corpus["rights"],
             limits=corpus["limits"],
             example=corpus["example"],
-            truncation_summary=_truncation_summary(results["truncated"]),
+            truncation_summary=_truncation_summary(results["truncated"], results["eval_split"]),
             multi_reference_rule=MULTI_REFERENCE_RULE,
         )
     else:
@@ -361,9 +361,10 @@ def summarization_corpus(dataset: str) -> dict:
     )
 
 
-def _truncation_summary(truncated: dict) -> str:
+def _truncation_summary(truncated: dict, eval_split: str) -> str:
+    names = {"evaluation": f"{eval_split} (evaluated)"}  # `training.run.train_and_evaluate`'s name for the held-out
     parts = [
-        f"{split}: {counts['sources_truncated']:,} of {counts['total']:,} documents and "
+        f"{names.get(split, split)}: {counts['sources_truncated']:,} of {counts['total']:,} documents and "
         f"{counts['targets_truncated']:,} summaries cut"
         for split, counts in truncated.items()
     ]
