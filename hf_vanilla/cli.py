@@ -389,10 +389,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="No n-gram of this size twice in a summary; 0: no limit (default: the model's).",
     )
     summarize.add_argument(
-        "--min-length", type=int, help="Fewest tokens in a summary, </s> not counted (default: the model's)."
+        "--min-length",
+        "--min-new-tokens",
+        dest="min_length",
+        type=int,
+        help="Fewest tokens in a summary, </s> not counted (default: the model's; the recipe's --min-new-tokens).",
     )
     summarize.add_argument(
-        "--max-length", type=int, help="Most tokens in a summary, </s> not counted (default: the model's)."
+        "--max-length",
+        "--max-new-tokens",
+        dest="max_length",
+        type=int,
+        help="Most tokens in a summary, </s> not counted (default: the model's; the recipe's --max-new-tokens).",
     )
     summarize.add_argument("--batch-tokens", type=int, default=4000, help="Document tokens per decoding batch.")
     summarize.add_argument(

@@ -200,6 +200,14 @@ def test_summarize_flags_override_the_models_decoding(summarization_folder, tmp_
     assert cut == "o p q r s t u v".split()  # at most 8
 
 
+def test_summarize_takes_the_recipes_names_for_the_length_flags():
+    """`--min-new-tokens`/`--max-new-tokens` (the recipe's names) are the same flags as `--min-length`/`--max-length`."""
+    from hf_vanilla.cli import build_parser
+
+    args = build_parser().parse_args(["summarize", "model", "--min-new-tokens", "3", "--max-new-tokens", "9"])
+    assert (args.min_length, args.max_length) == (3, 9)
+
+
 def test_summarize_reads_a_long_document_up_to_the_limit_with_a_warning(summarization_folder, tmp_path):
     """An over-long document is summarized from its first N tokens (the last of them </s>), not skipped: N is
     --max-input-tokens, else the model's model_max_length, else SUMMARY_INPUT_TOKENS."""
