@@ -18,11 +18,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets import DatasetDict
 from transformers import HfArgumentParser
 
 from hf_vanilla import VanillaTransformerConfig
-from hf_vanilla.data.summaries import load_summarization_corpus
+from hf_vanilla.data.summaries import SIDES, as_pairs, load_summarization_corpus
 from hf_vanilla.evaluation.summarization import summarize_and_score
 from hf_vanilla.training.arguments import RunSettings, setting
 from hf_vanilla.training.collectives import agreed_failure, one_line
@@ -37,7 +36,6 @@ from hf_vanilla.training.run import (
     train_and_evaluate,
 )
 
-LANGUAGES = ("text", "summary")  # the two sides of each pair
 # The demo's corpus: AESLC as its authors publish it, in the shared data beside the repository.
 SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 DEMO_CORPUS = SHARED_DATA / "aeslc" / "enron_subject_line"
@@ -112,15 +110,6 @@ def default_dataset(preset: str) -> str:
     return str(DEMO_CORPUS)
 
 
-def as_pairs(corpus: DatasetDict) -> DatasetDict:
-    """The summaries' splits with a `translation` column {text, summary}, the schema the training steps read."""
-    return corpus.map(
-        lambda batch: {"translation": [dict(zip(LANGUAGES, pair)) for pair in zip(batch["text"], batch["summary"])]},
-        batched=True,
-        desc="pairing",
-    )
-
-
 def main(args: Arguments) -> dict:
     # Start: the settings (command line over preset), Accelerator (precision as launched), seed; the model's options
     # (the copy mechanism above all) checked before any data is read.
@@ -145,7 +134,7 @@ def main(args: Arguments) -> dict:
 
     # Tokenizer (trained on the training split, or --init-from's) and model (with or without the copy mechanism),
     # decoding as a summarizer (`DECODING["summarization"]`) whatever its size.
-    tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, dataset)
+    tokenizer = build_tokenizer(run, corpus["train"], SIDES, dataset)
     build_model(run, **({} if settings.init_from else {"decoding": "summarization"}))
 
     # The metric: ROUGE-1 of greedy summaries in validation, ROUGE of the beam search at the end (predictions.jsonl).
@@ -177,7 +166,7 @@ def main(args: Arguments) -> dict:
         "max_source_tokens": settings.max_source_tokens,
         "max_target_tokens": settings.max_target_tokens,
     }
-    return train_and_evaluate(run, corpus, LANGUAGES, validation_rouge, evaluate, extra)
+    return train_and_evaluate(run, corpus, SIDES, validation_rouge, evaluate, extra)
 
 
 if __name__ == "__main__":

@@ -201,7 +201,7 @@ def test_summarize_flags_override_the_models_decoding(summarization_folder, tmp_
 
 
 def test_summarize_takes_the_recipes_names_for_the_length_flags():
-    """`--min-new-tokens`/`--max-new-tokens` (the recipe's names) are the same flags as `--min-length`/`--max-length`."""
+    """`--min-new-tokens`/`--max-new-tokens` (the recipe's names) are `--min-length`/`--max-length`."""
     from hf_vanilla.cli import build_parser
 
     args = build_parser().parse_args(["summarize", "model", "--min-new-tokens", "3", "--max-new-tokens", "9"])

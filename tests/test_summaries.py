@@ -9,10 +9,12 @@ import pytest
 from datasets import Dataset, DatasetDict
 
 from hf_vanilla.data import summaries
+from hf_vanilla.data.encoding import encode_truncated_pairs
 from hf_vanilla.data.summaries import (
     HUB_SUMMARIES,
+    SIDES,
     SummaryDataError,
-    encode_summaries,
+    as_pairs,
     load_summarization_corpus,
 )
 from hf_vanilla.tokenization import train_shared_bpe
@@ -274,6 +276,11 @@ def test_hub_split_names_are_mapped_and_a_missing_column_is_named(monkeypatch):
 
 
 # --- encoding --------------------------------------------------------------------------------------------------------
+
+
+def encode_summaries(split, tokenizer, max_source_tokens, max_target_tokens, cache_file=None):
+    """The summaries' token ids as the training steps encode them: paired (`as_pairs`), then truncated."""
+    return encode_truncated_pairs(as_pairs(split), tokenizer, *SIDES, cache_file, max_source_tokens, max_target_tokens)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Summarization corpora as `datasets.DatasetDict`s: splits `train` / `validation` / `test` (those present), each with
 the columns `text` (the document), `summary` (its reference summary) and `references` (every reference for that item,
-the summary first), from Hub names, a folder in AESLC's published layout, or JSONL / CSV / parquet files; and their
-token ids, truncated to a length limit."""
+the summary first), from Hub names, a folder in AESLC's published layout, or JSONL / CSV / parquet files; and paired
+(`as_pairs`) for the training steps, which encode and truncate them (`hf_vanilla.data.encoding`)."""
 
 import logging
 import re
@@ -15,11 +15,11 @@ from datasets import Dataset, DatasetDict, load_dataset
 from tqdm.auto import tqdm
 
 from .corpora import SPLIT_NAMES
-from .encoding import EncodedPairs, _flat
 
 logger = logging.getLogger(__name__)
 
 COLUMNS = ["text", "summary", "references"]
+SIDES = ("text", "summary")  # the source and target of each pair
 # The column names of user files when none are given: those of the JSON lines example in the README of transformers'
 # run_summarization (whose own defaults, None, fall back to a file's first two columns, which guesses wrong on a file
 # that starts with an id).
@@ -264,48 +264,11 @@ def _checked(splits: dict[str, Dataset], name: str) -> DatasetDict:
 # --- token ids -------------------------------------------------------------------------------------------------------
 
 
-def _truncate(ids: list[int], limit: int | None) -> tuple[list[int], bool]:
-    """`ids` cut to `limit` tokens keeping its final </s> (the last id), and whether it was cut."""
-    if limit is None or len(ids) <= limit:
-        return ids, False
-    return ids[: limit - 1] + ids[-1:], True
-
-
-def encode_summaries(
-    split: Dataset,
-    tokenizer,
-    max_source_tokens: int | None,
-    max_target_tokens: int | None,
-    cache_file: str | Path | None = None,
-) -> tuple[EncodedPairs, dict]:
-    """Token ids of every item of a summarization split, the `text` as source and the `summary` as target, each ending
-    with </s> (the shared tokenizer's post-processor adds it), by a batched `datasets.map`. A source longer than
-    `max_source_tokens` tokens (</s> counted; None: no limit) keeps its first `max_source_tokens - 1` tokens and its
-    </s>; likewise a target and `max_target_tokens`. Returns the pairs and the counts `{"sources_truncated",
-    "targets_truncated", "total"}`. With `cache_file`, the map's result is written there once and read back by later
-    calls with the same file (run it on the main process first, as `encode_pairs`)."""
-    for name, limit in (("max_source_tokens", max_source_tokens), ("max_target_tokens", max_target_tokens)):
-        if limit is not None and limit < 2:
-            raise ValueError(f"{name} must be at least 2 (one token and </s>), not {limit}")
-    options = {"cache_file_name": str(cache_file), "load_from_cache_file": True} if cache_file else {}
-    if cache_file:
-        Path(cache_file).parent.mkdir(parents=True, exist_ok=True)
-
-    def encode(batch: dict) -> dict:
-        sources = [_truncate(ids, max_source_tokens) for ids in tokenizer(batch["text"])["input_ids"]]
-        targets = [_truncate(ids, max_target_tokens) for ids in tokenizer(batch["summary"])["input_ids"]]
-        return {
-            "input_ids": [ids for ids, _ in sources],
-            "labels": [ids for ids, _ in targets],
-            "source_truncated": [cut for _, cut in sources],
-            "target_truncated": [cut for _, cut in targets],
-        }
-
-    encoded = split.map(encode, batched=True, remove_columns=split.column_names, desc="encoding", **options)
-    table = encoded.with_format("arrow")[:]
-    counts = {
-        "sources_truncated": int(pc.sum(table.column("source_truncated")).as_py() or 0),
-        "targets_truncated": int(pc.sum(table.column("target_truncated")).as_py() or 0),
-        "total": len(table),
-    }
-    return EncodedPairs(*_flat(table.column("input_ids")), *_flat(table.column("labels"))), counts
+def as_pairs(corpus: DatasetDict | Dataset) -> DatasetDict | Dataset:
+    """The summaries with a `translation` column {text, summary} added, the schema the training steps and
+    `hf_vanilla.data.encoding.encode_truncated_pairs` read (`SIDES` names the two sides)."""
+    return corpus.map(
+        lambda batch: {"translation": [dict(zip(SIDES, pair)) for pair in zip(batch["text"], batch["summary"])]},
+        batched=True,
+        desc="pairing",
+    )
