@@ -647,11 +647,20 @@ def label_smoothed_cross_entropy(
     epsilon: float,
     pad_token_id: int,
     num_items_in_batch: int | torch.Tensor | None = None,
+    normalized: bool = False,
 ) -> torch.Tensor:
     """Cross-entropy against the smoothed target (1 - epsilon) * one_hot + epsilon / vocab_size, averaged over the
     non-padding label tokens of the batch, or summed and divided by `num_items_in_batch` when the Trainer counts the
-    tokens of a whole gradient-accumulation step."""
+    tokens of a whole gradient-accumulation step. `normalized`: the logits are already log-probabilities (a
+    pointer-generator's), so the cross-entropy reads them as they are instead of through another log-softmax."""
     labels = labels.masked_fill(labels == pad_token_id, -100)
+    if normalized:
+        log_probs = logits.float().reshape(-1, logits.shape[-1])
+        flat = labels.reshape(-1).to(logits.device)
+        kept = flat != -100
+        target = log_probs.gather(-1, flat.clamp_min(0)[:, None]).squeeze(-1)
+        per_token = -(1 - epsilon) * target - epsilon * log_probs.mean(-1)
+        return _per_item(per_token.masked_fill(~kept, 0).sum(), labels, num_items_in_batch)
     loss = nn.functional.cross_entropy(
         logits.float().reshape(-1, logits.shape[-1]),
         labels.reshape(-1).to(logits.device),
@@ -759,12 +768,15 @@ class VanillaPointerGenerator(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """log P(w), float32 of shape (batch, target length, vocab), and p_gen of shape (batch, target length).
 
-        The mixture is computed in log space, logaddexp(log p_gen + log P_vocab, log(1 - p_gen) + log P_copy), with
-        log_softmax and logsigmoid: a vocabulary probability below float32's range (a logit ~87 under the best)
-        keeps its log-probability, where the log of the mixed probabilities would be -inf or a clamp's constant for
-        it (the label-smoothed loss and beam scores read them), and a saturated gate gives no log 0. P_copy is 0 for
-        tokens not in the source: it is clamped to float32's smallest normal number (1.2e-38), which adds at most
-        vocab x 1.2e-38 to the total and makes no inf x 0 gradient."""
+        The mixture is computed in log space and float32 (autocast off), with log_softmax and logsigmoid: a
+        vocabulary probability below float32's range (a logit ~87 under the best) keeps its log-probability, where
+        the log of the mixed probabilities would be -inf for it (the label-smoothed loss and beam scores read them),
+        and a saturated gate gives no log 0. Only the columns of source tokens get copy mass, so only they are mixed:
+        every column is log p_gen + log P_vocab(w) (exact where P_copy(w) = 0), then each source position i writes
+        its token's column logaddexp(log p_gen + log P_vocab(x_i), log(1 - p_gen) + log m_i), with
+        m_i = sum_{j: x_j = x_i} a_t,j the copy mass of its token, one (target x source) @ (source x source) product
+        with the tokens' equality matrix. That is O(target x source^2) work instead of a scatter over the whole
+        vocabulary at each position, O(target x vocab). Source padding has no attention, so no copy mass."""
         if source_ids.shape != copy_attention.shape[::2]:
             raise ValueError(
                 f"The pointer-generator copies from input_ids of shape {tuple(source_ids.shape)}, but the decoder "
@@ -772,14 +784,36 @@ class VanillaPointerGenerator(nn.Module):
             )
         context = torch.matmul(copy_attention, encoder_hidden_states)  # c_t
         gate = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1)).squeeze(-1).float()
-        attention = copy_attention.float()
-        copy_probs = attention.new_zeros(*attention.shape[:2], vocab_logits.shape[-1])
-        copy_probs.scatter_add_(-1, source_ids[:, None, :].expand_as(attention), attention)
-        log_probs = torch.logaddexp(
-            nn.functional.logsigmoid(gate)[..., None] + nn.functional.log_softmax(vocab_logits.float(), dim=-1),
-            nn.functional.logsigmoid(-gate)[..., None] + copy_probs.clamp_min(torch.finfo(torch.float32).tiny).log(),
-        )
+        with torch.autocast(device_type=copy_attention.device.type, enabled=False):
+            log_probs = _copy_mixture(
+                nn.functional.logsigmoid(gate)[..., None] + nn.functional.log_softmax(vocab_logits.float(), dim=-1),
+                nn.functional.logsigmoid(-gate)[..., None],
+                copy_attention.float(),
+                source_ids,
+            )
         return log_probs, torch.sigmoid(gate)
+
+
+def _copy_mixture(
+    log_generate: torch.Tensor, log_copy_gate: torch.Tensor, attention: torch.Tensor, source_ids: torch.LongTensor
+) -> torch.Tensor:
+    """log P: `log_generate` (log p_gen + log P_vocab, batch x target x vocab) with the column of each source token
+    replaced by logaddexp(log p_gen + log P_vocab(w), log(1 - p_gen) + log sum_{i: x_i = w} a_t,i).
+
+    A token at several source positions is written by each with the same value (taken from its first position,
+    bit for bit): the scatter's gradient reaches every writer in full, so only the first one carries it, the others
+    being detached copies."""
+    same = source_ids[:, :, None] == source_ids[:, None, :]  # (batch, source, source): x_j == x_i
+    copy_mass = torch.bmm(attention, same.to(attention.dtype))  # m_t,i = sum_{j: x_j = x_i} a_t,j
+    # log 0 = -inf where a token has no attention (padding), through a clamp so that its gradient is 0, not inf * 0.
+    tiny = torch.finfo(copy_mass.dtype).tiny
+    log_copy = torch.where(copy_mass > 0, copy_mass.clamp_min(tiny).log(), -math.inf)
+    columns = source_ids[:, None, :].expand_as(attention)
+    mixed = torch.logaddexp(log_generate.gather(-1, columns), log_copy_gate + log_copy)
+    first = same.int().argmax(-1)  # the first position of each position's token
+    is_first = first == torch.arange(source_ids.shape[1], device=source_ids.device)
+    mixed = torch.where(is_first[:, None, :], mixed, mixed.gather(-1, first[:, None, :].expand_as(mixed)).detach())
+    return log_generate.scatter(-1, columns, mixed)
 
 
 @dataclass
@@ -913,7 +947,12 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             loss = None
             if labels is not None:
                 loss = label_smoothed_cross_entropy(
-                    logits, labels, self.config.label_smoothing, self.config.pad_token_id, num_items_in_batch
+                    logits,
+                    labels,
+                    self.config.label_smoothing,
+                    self.config.pad_token_id,
+                    num_items_in_batch,
+                    normalized=self.pointer_generator is not None,
                 )
         return VanillaSeq2SeqLMOutput(
             loss=loss,
