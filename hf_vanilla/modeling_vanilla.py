@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 from torch.utils.checkpoint import checkpoint
 from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
@@ -659,7 +660,8 @@ def label_smoothed_cross_entropy(
         flat = labels.reshape(-1).to(logits.device)
         kept = flat != -100
         target = log_probs.gather(-1, flat.clamp_min(0)[:, None]).squeeze(-1)
-        per_token = -(1 - epsilon) * target - epsilon * log_probs.mean(-1)
+        # A sum, then one division per token: the mean's backward would divide every (token, vocab) gradient.
+        per_token = -(1 - epsilon) * target - epsilon * log_probs.sum(-1) / log_probs.shape[-1]
         return _per_item(per_token.masked_fill(~kept, 0).sum(), labels, num_items_in_batch)
     loss = nn.functional.cross_entropy(
         logits.float().reshape(-1, logits.shape[-1]),
@@ -774,9 +776,9 @@ class VanillaPointerGenerator(nn.Module):
         and a saturated gate gives no log 0. Only the columns of source tokens get copy mass, so only they are mixed:
         every column is log p_gen + log P_vocab(w) (exact where P_copy(w) = 0), then each source position i writes
         its token's column logaddexp(log p_gen + log P_vocab(x_i), log(1 - p_gen) + log m_i), with
-        m_i = sum_{j: x_j = x_i} a_t,j the copy mass of its token, one (target x source) @ (source x source) product
-        with the tokens' equality matrix. That is O(target x source^2) work instead of a scatter over the whole
-        vocabulary at each position, O(target x vocab). Source padding has no attention, so no copy mass."""
+        m_i = sum_{j: x_j = x_i} a_t,j the copy mass of its token. That is O(target x source) work (and a sort of
+        the source ids) instead of a scatter over the whole vocabulary at each position, O(target x vocab). Source
+        padding has no attention, so no copy mass."""
         if source_ids.shape != copy_attention.shape[::2]:
             raise ValueError(
                 f"The pointer-generator copies from input_ids of shape {tuple(source_ids.shape)}, but the decoder "
@@ -794,26 +796,58 @@ class VanillaPointerGenerator(nn.Module):
         return log_probs, torch.sigmoid(gate)
 
 
+def _first_positions(source_ids: torch.LongTensor) -> torch.LongTensor:
+    """For each source position, the first position holding the same token id, shape (batch, source): a stable sort
+    puts equal ids side by side in source order, so each run's first element is the token's first position."""
+    ids, order = torch.sort(source_ids, dim=-1, stable=True)
+    positions = torch.arange(ids.shape[-1], device=ids.device).expand_as(ids)
+    starts = torch.ones_like(ids, dtype=torch.bool)
+    starts[:, 1:] = ids[:, 1:] != ids[:, :-1]
+    run_start = torch.cummax(torch.where(starts, positions, 0), dim=-1).values  # (in sorted order)
+    return torch.empty_like(order).scatter_(-1, order, order.gather(-1, run_start))
+
+
+class _MixSourceColumns(torch.autograd.Function):
+    """`log_generate` (batch x target x vocab) with the column of each source token i, `columns[..., i]`, replaced by
+    logaddexp(log_generate[..., x_i], log_copy[..., i]). Written out, its backward passes over the vocabulary once (a
+    copy of the incoming gradient with the source columns replaced), where autograd's gather, scatter and sum of
+    the two paths into `log_generate` would take several passes. A column written from several source positions
+    (one token repeated; `log_copy` is the same at each) gets its gradient once, at `is_first`, the token's first
+    position."""
+
+    @staticmethod
+    def forward(ctx, log_generate, log_copy, columns, is_first):
+        generate = log_generate.gather(-1, columns)
+        mixed = torch.logaddexp(generate, log_copy)
+        ctx.save_for_backward(generate, log_copy, mixed, columns, is_first)
+        return log_generate.scatter(-1, columns, mixed)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        generate, log_copy, mixed, columns, is_first = ctx.saved_tensors
+        grad_mixed = grad.gather(-1, columns) * is_first
+        # d logaddexp(a, b) / da = exp(a - logaddexp(a, b)): the share of each term in the mixture (0 for log 0).
+        grad_generate = grad.scatter(-1, columns, 0.0).scatter_add_(-1, columns, grad_mixed * (generate - mixed).exp())
+        return grad_generate, grad_mixed * (log_copy - mixed).exp(), None, None
+
+
 def _copy_mixture(
     log_generate: torch.Tensor, log_copy_gate: torch.Tensor, attention: torch.Tensor, source_ids: torch.LongTensor
 ) -> torch.Tensor:
     """log P: `log_generate` (log p_gen + log P_vocab, batch x target x vocab) with the column of each source token
     replaced by logaddexp(log p_gen + log P_vocab(w), log(1 - p_gen) + log sum_{i: x_i = w} a_t,i).
 
-    A token at several source positions is written by each with the same value (taken from its first position,
-    bit for bit): the scatter's gradient reaches every writer in full, so only the first one carries it, the others
-    being detached copies."""
-    same = source_ids[:, :, None] == source_ids[:, None, :]  # (batch, source, source): x_j == x_i
-    copy_mass = torch.bmm(attention, same.to(attention.dtype))  # m_t,i = sum_{j: x_j = x_i} a_t,j
+    The copy mass of a token is summed at its first source position (a scatter-add of the attention, O(target x
+    source)) and read back at each of its positions, so a token at several positions writes its column with the
+    same value from each, bit for bit (`_MixSourceColumns` counts its gradient once)."""
+    first = _first_positions(source_ids)[:, None, :].expand_as(attention)
+    copy_mass = torch.zeros_like(attention).scatter_add(-1, first, attention).gather(-1, first)
     # log 0 = -inf where a token has no attention (padding), through a clamp so that its gradient is 0, not inf * 0.
-    tiny = torch.finfo(copy_mass.dtype).tiny
-    log_copy = torch.where(copy_mass > 0, copy_mass.clamp_min(tiny).log(), -math.inf)
-    columns = source_ids[:, None, :].expand_as(attention)
-    mixed = torch.logaddexp(log_generate.gather(-1, columns), log_copy_gate + log_copy)
-    first = same.int().argmax(-1)  # the first position of each position's token
+    log_copy = torch.where(copy_mass > 0, copy_mass.clamp_min(torch.finfo(copy_mass.dtype).tiny).log(), -math.inf)
     is_first = first == torch.arange(source_ids.shape[1], device=source_ids.device)
-    mixed = torch.where(is_first[:, None, :], mixed, mixed.gather(-1, first[:, None, :].expand_as(mixed)).detach())
-    return log_generate.scatter(-1, columns, mixed)
+    columns = source_ids[:, None, :].expand_as(attention)
+    return _MixSourceColumns.apply(log_generate, log_copy_gate + log_copy, columns, is_first)
 
 
 @dataclass
