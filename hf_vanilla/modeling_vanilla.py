@@ -788,8 +788,9 @@ class VanillaPointerGenerator(nn.Module):
         gate = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1)).squeeze(-1).float()
         with torch.autocast(device_type=copy_attention.device.type, enabled=False):
             log_probs = _copy_mixture(
-                nn.functional.logsigmoid(gate)[..., None] + nn.functional.log_softmax(vocab_logits.float(), dim=-1),
-                nn.functional.logsigmoid(-gate)[..., None],
+                vocab_logits.float(),
+                nn.functional.logsigmoid(gate),
+                nn.functional.logsigmoid(-gate),
                 copy_attention.float(),
                 source_ids,
             )
@@ -807,47 +808,65 @@ def _first_positions(source_ids: torch.LongTensor) -> torch.LongTensor:
     return torch.empty_like(order).scatter_(-1, order, order.gather(-1, run_start))
 
 
-class _MixSourceColumns(torch.autograd.Function):
-    """`log_generate` (batch x target x vocab) with the column of each source token i, `columns[..., i]`, replaced by
-    logaddexp(log_generate[..., x_i], log_copy[..., i]). Written out, its backward passes over the vocabulary once (a
-    copy of the incoming gradient with the source columns replaced), where autograd's gather, scatter and sum of
-    the two paths into `log_generate` would take several passes. A column written from several source positions
-    (one token repeated; `log_copy` is the same at each) gets its gradient once, at `is_first`, the token's first
-    position."""
+class _PointerGeneratorLogProbs(torch.autograd.Function):
+    """log P from float32 vocabulary logits z (batch x target x vocab), log p_gen (batch x target) and, for each
+    source position i, log(1 - p_gen) + log m_i (batch x target x source): log p_gen + log_softmax(z) in every column,
+    then the column of each source token, `columns[..., i]`, replaced by logaddexp(log p_gen + log P_vocab(x_i),
+    log(1 - p_gen) + log m_i).
+
+    Written out so that the vocabulary-wide work is one pass forward (z minus its log-sum-exp, the columns replaced in
+    place) and log_softmax's own pass backward, where autograd's log_softmax, add, gather and scatter would each
+    write a batch x target x vocab tensor, forward and backward. A column written from several source positions (one
+    token repeated, with the same m at each) gets its gradient once, at `is_first`, the token's first position."""
 
     @staticmethod
-    def forward(ctx, log_generate, log_copy, columns, is_first):
-        generate = log_generate.gather(-1, columns)
+    def forward(ctx, vocab_logits, log_gate, log_copy, columns, is_first):
+        log_normalizer = torch.logsumexp(vocab_logits, dim=-1)  # log sum_w exp(z_w)
+        log_probs = vocab_logits - (log_normalizer - log_gate)[..., None]
+        generate = log_probs.gather(-1, columns)
         mixed = torch.logaddexp(generate, log_copy)
-        ctx.save_for_backward(generate, log_copy, mixed, columns, is_first)
-        return log_generate.scatter(-1, columns, mixed)
+        log_probs.scatter_(-1, columns, mixed)
+        ctx.save_for_backward(vocab_logits, log_normalizer, generate, log_copy, mixed, columns, is_first)
+        return log_probs
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        generate, log_copy, mixed, columns, is_first = ctx.saved_tensors
+        vocab_logits, log_normalizer, generate, log_copy, mixed, columns, is_first = ctx.saved_tensors
         grad_mixed = grad.gather(-1, columns) * is_first
-        # d logaddexp(a, b) / da = exp(a - logaddexp(a, b)): the share of each term in the mixture (0 for log 0).
+        # The gradient into log p_gen + log P_vocab: the incoming one, in a source column its share of the mixture,
+        # d logaddexp(a, b) / da = exp(a - logaddexp(a, b)) (0 for b = log 0).
         grad_generate = grad.scatter(-1, columns, 0.0).scatter_add_(-1, columns, grad_mixed * (generate - mixed).exp())
-        return grad_generate, grad_mixed * (log_copy - mixed).exp(), None, None
+        grad_log_gate = grad_generate.sum(-1)
+        # log_softmax's backward: g - softmax(z) * sum(g).
+        softmax = (vocab_logits - log_normalizer[..., None]).exp_()
+        grad_logits = grad_generate.sub_(softmax.mul_(grad_log_gate[..., None]))
+        return grad_logits, grad_log_gate, grad_mixed * (log_copy - mixed).exp(), None, None
 
 
 def _copy_mixture(
-    log_generate: torch.Tensor, log_copy_gate: torch.Tensor, attention: torch.Tensor, source_ids: torch.LongTensor
+    vocab_logits: torch.Tensor,
+    log_gate: torch.Tensor,
+    log_copy_gate: torch.Tensor,
+    attention: torch.Tensor,
+    source_ids: torch.LongTensor,
 ) -> torch.Tensor:
-    """log P: `log_generate` (log p_gen + log P_vocab, batch x target x vocab) with the column of each source token
-    replaced by logaddexp(log p_gen + log P_vocab(w), log(1 - p_gen) + log sum_{i: x_i = w} a_t,i).
+    """log P from the vocabulary logits (batch x target x vocab), log p_gen and log(1 - p_gen) (batch x target), the
+    copy attention a_t (batch x target x source) and the source ids: log p_gen + log P_vocab(w), the column of each
+    source token w replaced by logaddexp(log p_gen + log P_vocab(w), log(1 - p_gen) + log sum_{i: x_i = w} a_t,i).
 
     The copy mass of a token is summed at its first source position (a scatter-add of the attention, O(target x
     source)) and read back at each of its positions, so a token at several positions writes its column with the
-    same value from each, bit for bit (`_MixSourceColumns` counts its gradient once)."""
+    same value from each, bit for bit (`_PointerGeneratorLogProbs` counts its gradient once)."""
     first = _first_positions(source_ids)[:, None, :].expand_as(attention)
     copy_mass = torch.zeros_like(attention).scatter_add(-1, first, attention).gather(-1, first)
     # log 0 = -inf where a token has no attention (padding), through a clamp so that its gradient is 0, not inf * 0.
     log_copy = torch.where(copy_mass > 0, copy_mass.clamp_min(torch.finfo(copy_mass.dtype).tiny).log(), -math.inf)
     is_first = first == torch.arange(source_ids.shape[1], device=source_ids.device)
     columns = source_ids[:, None, :].expand_as(attention)
-    return _MixSourceColumns.apply(log_generate, log_copy_gate + log_copy, columns, is_first)
+    return _PointerGeneratorLogProbs.apply(
+        vocab_logits, log_gate, log_copy_gate[..., None] + log_copy, columns, is_first
+    )
 
 
 @dataclass

@@ -80,7 +80,7 @@ MUTATIONS: dict[str, list[Edit]] = {
     ],
     "every position of a repeated source token carries its column's gradient": [
         Edit(
-            "_MixSourceColumns.backward",
+            "_PointerGeneratorLogProbs.backward",
             "grad_mixed = grad.gather(-1, columns) * is_first",
             "grad_mixed = grad.gather(-1, columns)",
         )
