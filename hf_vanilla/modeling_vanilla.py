@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 from torch.utils.checkpoint import checkpoint
 from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
@@ -647,11 +648,21 @@ def label_smoothed_cross_entropy(
     epsilon: float,
     pad_token_id: int,
     num_items_in_batch: int | torch.Tensor | None = None,
+    normalized: bool = False,
 ) -> torch.Tensor:
     """Cross-entropy against the smoothed target (1 - epsilon) * one_hot + epsilon / vocab_size, averaged over the
     non-padding label tokens of the batch, or summed and divided by `num_items_in_batch` when the Trainer counts the
-    tokens of a whole gradient-accumulation step."""
+    tokens of a whole gradient-accumulation step. `normalized`: the logits are already log-probabilities (a
+    pointer-generator's), so the cross-entropy reads them as they are instead of through another log-softmax."""
     labels = labels.masked_fill(labels == pad_token_id, -100)
+    if normalized:
+        log_probs = logits.float().reshape(-1, logits.shape[-1])
+        flat = labels.reshape(-1).to(logits.device)
+        kept = flat != -100
+        target = log_probs.gather(-1, flat.clamp_min(0)[:, None]).squeeze(-1)
+        # A sum, then one division per token: the mean's backward would divide every (token, vocab) gradient.
+        per_token = -(1 - epsilon) * target - epsilon * log_probs.sum(-1) / log_probs.shape[-1]
+        return _per_item(per_token.masked_fill(~kept, 0).sum(), labels, num_items_in_batch)
     loss = nn.functional.cross_entropy(
         logits.float().reshape(-1, logits.shape[-1]),
         labels.reshape(-1).to(logits.device),
@@ -759,12 +770,15 @@ class VanillaPointerGenerator(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """log P(w), float32 of shape (batch, target length, vocab), and p_gen of shape (batch, target length).
 
-        The mixture is computed in log space, logaddexp(log p_gen + log P_vocab, log(1 - p_gen) + log P_copy), with
-        log_softmax and logsigmoid: a vocabulary probability below float32's range (a logit ~87 under the best)
-        keeps its log-probability, where the log of the mixed probabilities would be -inf or a clamp's constant for
-        it (the label-smoothed loss and beam scores read them), and a saturated gate gives no log 0. P_copy is 0 for
-        tokens not in the source: it is clamped to float32's smallest normal number (1.2e-38), which adds at most
-        vocab x 1.2e-38 to the total and makes no inf x 0 gradient."""
+        The mixture is computed in log space and float32 (autocast off), with log_softmax and logsigmoid: a
+        vocabulary probability below float32's range (a logit ~87 under the best) keeps its log-probability, where
+        the log of the mixed probabilities would be -inf for it (the label-smoothed loss and beam scores read them),
+        and a saturated gate gives no log 0. Only the columns of source tokens get copy mass, so only they are mixed:
+        every column is log p_gen + log P_vocab(w) (exact where P_copy(w) = 0), then each source position i writes
+        its token's column logaddexp(log p_gen + log P_vocab(x_i), log(1 - p_gen) + log m_i), with
+        m_i = sum_{j: x_j = x_i} a_t,j the copy mass of its token. That is O(target x source) work (and a sort of
+        the source ids) instead of a scatter over the whole vocabulary at each position, O(target x vocab). Source
+        padding has no attention, so no copy mass."""
         if source_ids.shape != copy_attention.shape[::2]:
             raise ValueError(
                 f"The pointer-generator copies from input_ids of shape {tuple(source_ids.shape)}, but the decoder "
@@ -772,14 +786,87 @@ class VanillaPointerGenerator(nn.Module):
             )
         context = torch.matmul(copy_attention, encoder_hidden_states)  # c_t
         gate = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1)).squeeze(-1).float()
-        attention = copy_attention.float()
-        copy_probs = attention.new_zeros(*attention.shape[:2], vocab_logits.shape[-1])
-        copy_probs.scatter_add_(-1, source_ids[:, None, :].expand_as(attention), attention)
-        log_probs = torch.logaddexp(
-            nn.functional.logsigmoid(gate)[..., None] + nn.functional.log_softmax(vocab_logits.float(), dim=-1),
-            nn.functional.logsigmoid(-gate)[..., None] + copy_probs.clamp_min(torch.finfo(torch.float32).tiny).log(),
-        )
+        with torch.autocast(device_type=copy_attention.device.type, enabled=False):
+            log_probs = _copy_mixture(
+                vocab_logits.float(),
+                nn.functional.logsigmoid(gate),
+                nn.functional.logsigmoid(-gate),
+                copy_attention.float(),
+                source_ids,
+            )
         return log_probs, torch.sigmoid(gate)
+
+
+def _first_positions(source_ids: torch.LongTensor) -> torch.LongTensor:
+    """For each source position, the first position holding the same token id, shape (batch, source): a stable sort
+    puts equal ids side by side in source order, so each run's first element is the token's first position."""
+    ids, order = torch.sort(source_ids, dim=-1, stable=True)
+    positions = torch.arange(ids.shape[-1], device=ids.device).expand_as(ids)
+    starts = torch.ones_like(ids, dtype=torch.bool)
+    starts[:, 1:] = ids[:, 1:] != ids[:, :-1]
+    run_start = torch.cummax(torch.where(starts, positions, 0), dim=-1).values  # (in sorted order)
+    return torch.empty_like(order).scatter_(-1, order, order.gather(-1, run_start))
+
+
+class _PointerGeneratorLogProbs(torch.autograd.Function):
+    """log P from float32 vocabulary logits z (batch x target x vocab), log p_gen (batch x target) and, for each
+    source position i, log(1 - p_gen) + log m_i (batch x target x source): log p_gen + log_softmax(z) in every column,
+    then the column of each source token, `columns[..., i]`, replaced by logaddexp(log p_gen + log P_vocab(x_i),
+    log(1 - p_gen) + log m_i).
+
+    Written out so that the vocabulary-wide work is one pass forward (z minus its log-sum-exp, the columns replaced in
+    place) and log_softmax's own pass backward, where autograd's log_softmax, add, gather and scatter would each
+    write a batch x target x vocab tensor, forward and backward. A column written from several source positions (one
+    token repeated, with the same m at each) gets its gradient once, at `is_first`, the token's first position."""
+
+    @staticmethod
+    def forward(ctx, vocab_logits, log_gate, log_copy, columns, is_first):
+        log_normalizer = torch.logsumexp(vocab_logits, dim=-1)  # log sum_w exp(z_w)
+        log_probs = vocab_logits - (log_normalizer - log_gate)[..., None]
+        generate = log_probs.gather(-1, columns)
+        mixed = torch.logaddexp(generate, log_copy)
+        log_probs.scatter_(-1, columns, mixed)
+        ctx.save_for_backward(vocab_logits, log_normalizer, generate, log_copy, mixed, columns, is_first)
+        return log_probs
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        vocab_logits, log_normalizer, generate, log_copy, mixed, columns, is_first = ctx.saved_tensors
+        grad_mixed = grad.gather(-1, columns) * is_first
+        # The gradient into log p_gen + log P_vocab: the incoming one, in a source column its share of the mixture,
+        # d logaddexp(a, b) / da = exp(a - logaddexp(a, b)) (0 for b = log 0).
+        grad_generate = grad.scatter(-1, columns, 0.0).scatter_add_(-1, columns, grad_mixed * (generate - mixed).exp())
+        grad_log_gate = grad_generate.sum(-1)
+        # log_softmax's backward: g - softmax(z) * sum(g).
+        softmax = (vocab_logits - log_normalizer[..., None]).exp_()
+        grad_logits = grad_generate.sub_(softmax.mul_(grad_log_gate[..., None]))
+        return grad_logits, grad_log_gate, grad_mixed * (log_copy - mixed).exp(), None, None
+
+
+def _copy_mixture(
+    vocab_logits: torch.Tensor,
+    log_gate: torch.Tensor,
+    log_copy_gate: torch.Tensor,
+    attention: torch.Tensor,
+    source_ids: torch.LongTensor,
+) -> torch.Tensor:
+    """log P from the vocabulary logits (batch x target x vocab), log p_gen and log(1 - p_gen) (batch x target), the
+    copy attention a_t (batch x target x source) and the source ids: log p_gen + log P_vocab(w), the column of each
+    source token w replaced by logaddexp(log p_gen + log P_vocab(w), log(1 - p_gen) + log sum_{i: x_i = w} a_t,i).
+
+    The copy mass of a token is summed at its first source position (a scatter-add of the attention, O(target x
+    source)) and read back at each of its positions, so a token at several positions writes its column with the
+    same value from each, bit for bit (`_PointerGeneratorLogProbs` counts its gradient once)."""
+    first = _first_positions(source_ids)[:, None, :].expand_as(attention)
+    copy_mass = torch.zeros_like(attention).scatter_add(-1, first, attention).gather(-1, first)
+    # log 0 = -inf where a token has no attention (padding), through a clamp so that its gradient is 0, not inf * 0.
+    log_copy = torch.where(copy_mass > 0, copy_mass.clamp_min(torch.finfo(copy_mass.dtype).tiny).log(), -math.inf)
+    is_first = first == torch.arange(source_ids.shape[1], device=source_ids.device)
+    columns = source_ids[:, None, :].expand_as(attention)
+    return _PointerGeneratorLogProbs.apply(
+        vocab_logits, log_gate, log_copy_gate[..., None] + log_copy, columns, is_first
+    )
 
 
 @dataclass
@@ -913,7 +1000,12 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             loss = None
             if labels is not None:
                 loss = label_smoothed_cross_entropy(
-                    logits, labels, self.config.label_smoothing, self.config.pad_token_id, num_items_in_batch
+                    logits,
+                    labels,
+                    self.config.label_smoothing,
+                    self.config.pad_token_id,
+                    num_items_in_batch,
+                    normalized=self.pointer_generator is not None,
                 )
         return VanillaSeq2SeqLMOutput(
             loss=loss,

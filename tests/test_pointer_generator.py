@@ -11,7 +11,7 @@ import torch
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.convert import ConversionError, to_marian
-from hf_vanilla.modeling_vanilla import sinusoidal_positions
+from hf_vanilla.modeling_vanilla import VanillaPointerGenerator, sinusoidal_positions
 
 from helpers import (
     assert_cache_changes_nothing,
@@ -152,6 +152,67 @@ def test_the_distribution_is_see_et_als_mixture_computed_by_hand(attn_implementa
     torch.testing.assert_close(out.p_gen.double(), p_gen, rtol=0, atol=d_model * FLOAT32_EPS)
     # log P's error is P's relative error: float32 roundings through width-d_model products (logits of order 10).
     torch.testing.assert_close(log_probs, probs.log(), rtol=0, atol=10 * d_model * FLOAT32_EPS)
+
+
+def dense_log_mixture(vocab_logits, attention, gate, source_ids) -> torch.Tensor:
+    """log P of See et al.'s mixture over the whole vocabulary at every position, in float64: P_copy(w) by
+    scatter-adding each source position's attention into its token's column (O(batch x target x vocab))."""
+    copy_probs = torch.zeros_like(vocab_logits).scatter_add(-1, source_ids[:, None, :].expand_as(attention), attention)
+    p_gen = torch.sigmoid(gate)[..., None]
+    return (p_gen * vocab_logits.softmax(-1) + (1 - p_gen) * copy_probs).log()
+
+
+def test_the_source_columns_mixture_is_the_dense_mixture_with_its_gradients():
+    """The pointer-generator mixes only the columns of source tokens (a copy mass per source position); its log P
+    and the gradients of a random weighting of it (into the vocabulary logits, the attention scores and the decoder
+    state) are the dense float64 mixture's, with a token at three source positions (one of them the first), another
+    twice, and padding (id 0, no attention) in two rows. The logits are drawn wide (std 4), so that some vocabulary
+    probabilities are far below the copy's and both terms of the mixture matter."""
+    torch.manual_seed(0)
+    config = VanillaTransformerConfig.from_preset("tiny", pointer_generator=True)
+    pointer = VanillaPointerGenerator(config)
+    torch.nn.init.normal_(pointer.gate.weight, std=0.1)
+    rows, target, source, d_model, vocab = 3, 5, 9, config.d_model, config.vocab_size
+    ids = torch.randint(4, vocab, (rows, source))
+    ids[0, [0, 3, 7]] = 17  # three times, from the first position on
+    ids[1, [2, 5]] = 23  # twice
+    ids[1, 6:], ids[2, 4:] = 0, 0  # padding
+    mask = ids != 0
+    vocab_logits = (4 * torch.randn(rows, target, vocab)).requires_grad_()
+    scores = (3 * torch.randn(rows, target, source)).requires_grad_()
+    encoder_states = torch.randn(rows, source, d_model)
+    decoder_states = torch.randn(rows, target, d_model, requires_grad=True)
+    embeddings = torch.randn(rows, target, d_model)
+    weighting = torch.randn(rows, target, vocab, dtype=torch.float64)
+
+    def attention_of(scores):
+        return scores.masked_fill(~mask[:, None, :], -math.inf).softmax(-1)
+
+    log_probs, p_gen = pointer(vocab_logits, attention_of(scores), encoder_states, decoder_states, embeddings, ids)
+    (log_probs.double() * weighting).sum().backward()
+
+    leaves = [x.detach().double().requires_grad_() for x in (vocab_logits, scores, decoder_states)]
+    attention = attention_of(leaves[1])
+    weight, bias = pointer.gate.weight.detach().double(), pointer.gate.bias.detach().double()
+    gate = (torch.cat([attention @ encoder_states.double(), leaves[2], embeddings.double()], -1) @ weight.T + bias)[
+        ..., 0
+    ]
+    expected = dense_log_mixture(leaves[0], attention, gate, ids)
+    (expected * weighting).sum().backward()
+
+    assert float(p_gen.detach().min()) < 0.5 < float(p_gen.detach().max())  # copying and generating both prevail
+    copied = torch.zeros(rows, target, vocab, dtype=torch.bool).scatter_(-1, ids[:, None, :].expand(-1, target, -1), 1)
+    # In some source columns the copy outweighs the vocabulary, P_copy > P_vocab: the mixture changes them.
+    assert bool(
+        (expected.detach() - leaves[0].detach().log_softmax(-1) - torch.sigmoid(gate)[..., None].log())[copied].max()
+        > 1
+    )
+    sums = dict(depth=4, width=max(3 * d_model, vocab))  # gate, softmax, copy mass, log of the mixture
+    float32 = dict(dtype=torch.float32, **sums)  # compared in float64, to float32's rounding
+    assert_close_up_to_rounding(log_probs.detach().double(), expected.detach(), **float32)
+    assert_close_up_to_rounding(p_gen.detach().double(), torch.sigmoid(gate).detach(), **float32)
+    for leaf, computed in zip(leaves, (vocab_logits, scores, decoder_states), strict=True):
+        assert_close_up_to_rounding(computed.grad.double(), leaf.grad, **float32)
 
 
 def test_logits_to_keep_mixes_the_kept_positions_only():
