@@ -1,7 +1,7 @@
 """The margins of the float comparisons (docs/experiments.md): for some comparisons the decoding tests make, the
 largest difference between the two computations, the largest magnitude compared, `helpers.rounding_tolerance` of it
-and their ratio; with --mutation NAME, the same with that mutation of tests/mutation_site/hf_vanilla_mutations.py
-installed: the size of the error the tolerance must stay far below. Not a test; from the repository root:
+and their ratio; with --mutation NAME, the same in a copy of the package with that mutation of
+tests/test_mutations.py: the size of the error the tolerance must stay far below. Not a test; from the repository root:
 
     PYTHONPATH=$PWD python tests/rounding_margins.py [--mutation NAME] [--model reversal.pt]
 
@@ -11,6 +11,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -92,18 +93,19 @@ def differences(model) -> dict[str, tuple[torch.Tensor, torch.Tensor, dict]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mutation", help="a key of tests/mutation_site/hf_vanilla_mutations.py's MUTATIONS")
+    parser.add_argument("--mutation", help="a key of tests/test_mutations.py's MUTATIONS")
     parser.add_argument("--model", help="file for the reversal model's weights (read if present, else written)")
     args = parser.parse_args()
     if args.mutation:
-        tests = Path(__file__).resolve().parent
-        sys.path.insert(0, str(tests / "mutation_site"))
-        import hf_vanilla_mutations
+        import test_mutations
 
-        model = ["--model", str(Path(args.model).resolve())] if args.model else []
-        command = [sys.executable, str(tests / "rounding_margins.py"), *model]
-        environment = hf_vanilla_mutations.environment(args.mutation)
-        raise SystemExit(subprocess.run(command, cwd=tests.parent, env=environment).returncode)
+        edits, _ = test_mutations.MUTATIONS[args.mutation]
+        with tempfile.TemporaryDirectory() as folder:
+            copy = test_mutations.mutated_copy(Path(folder), edits)
+            model = ["--model", str(Path(args.model).resolve())] if args.model else []
+            command = [sys.executable, str(copy / "tests" / "rounding_margins.py"), *model]
+            environment = {**os.environ, "PYTHONPATH": str(copy)}
+            raise SystemExit(subprocess.run(command, cwd=copy, env=environment).returncode)
     print(
         f"kernels: {torch.backends.cpu.get_cpu_capability()}, threads {torch.get_num_threads()}, "
         f"oneDNN {'on' if torch.backends.mkldnn.enabled else 'off'}"
