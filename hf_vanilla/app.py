@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 # Before Gradio is imported: no usage statistics or update checks are sent (the app also runs offline).
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -178,10 +180,28 @@ def _p_gen_png(maps):
     return Image.open(io.BytesIO(buffer.getvalue()))
 
 
+def copy_weights(maps) -> np.ndarray:
+    """How much each source token was copied into the summary: sum over summary tokens t of (1 - p_gen_t) times the
+    copy distribution a_t (the last decoder layer's cross-attention averaged over heads, as the model copies)."""
+    copy_distribution = maps.cross_attention[-1].mean(axis=0)  # (summary tokens, source tokens)
+    return (1.0 - maps.p_gen) @ copy_distribution
+
+
+def _copied_from(maps) -> list[tuple[str, float | None]]:
+    """The document's tokens, each shaded by its copy weight relative to the most copied one."""
+    weights = copy_weights(maps)
+    weights = weights / max(float(weights.max()), 1e-12)
+    shaded = []
+    for token, weight in zip(maps.source_tokens, weights.tolist()):
+        shaded += [(token, round(weight, 3)), (" ", None)]
+    return shaded[:-1]
+
+
 def summarize(model: DemoModel, max_input_tokens: int):
     """The Summarize button's function: (document, beams, penalty, no-repeat n-gram size, min and max length) ->
-    (summary, its tokens shaded by their copy probability 1 - p_gen, the p_gen bars, note); the last three are
-    empty for a model without the copy mechanism. A document over the limit the model records (its tokenizer's
+    (summary, its tokens shaded by their copy probability 1 - p_gen, the document's tokens shaded by how much they
+    were copied (`copy_weights`), the p_gen bars, note); all but the summary and note are empty for a model without
+    the copy mechanism. A document over the limit the model records (its tokenizer's
     model_max_length) is read up to it, as `hf-vanilla summarize` reads it, and the note says so."""
 
     def run(
@@ -216,13 +236,13 @@ def summarize(model: DemoModel, max_input_tokens: int):
         }
         (summary,) = generate_texts(network, tokenizer, [document], progress=False, max_source_tokens=limit, **flags)
         if not getattr(network.config, "pointer_generator", False):
-            return summary, None, None, note
+            return summary, None, None, None, note
         progress(0.8, desc="reading p_gen")
         maps = attention_maps(network, tokenizer, document, summary, max_source_tokens=limit)
         shaded = []
         for token, p_gen in zip(maps.target_tokens, maps.p_gen.tolist()):
             shaded += [(token, round(1.0 - p_gen, 3)), (" ", None)]
-        return summary, shaded[:-1], _p_gen_png(maps), note
+        return summary, shaded[:-1], _copied_from(maps), _p_gen_png(maps), note
 
     return run
 
@@ -327,6 +347,11 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
                 visible=pointer,
                 elem_id=f"{prefix}-copied",
             )
+            sources = gr.HighlightedText(
+                label="Copied from: each document token shaded by how much the summary copied it",
+                visible=pointer,
+                elem_id=f"{prefix}-sources",
+            )
             bars = gr.Image(
                 label="p_gen: 1 generated from the vocabulary, 0 copied",
                 type="pil",
@@ -339,7 +364,7 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
         [button.click],
         summarize(model, max_input_tokens),
         inputs,
-        [summary, copied, bars, note],
+        [summary, copied, sources, bars, note],
         api_name=prefix.replace("-", "_"),
         concurrency_id=prefix,
     )

@@ -173,6 +173,7 @@ def test_a_summarizer_gets_a_summarize_tab(summarization_folder, reversal_folder
     ]
     shown = {block.elem_id: block.visible for block in demo.blocks.values() if getattr(block, "elem_id", None)}
     assert shown["summarization-0-copied"] and shown["summarization-0-p-gen"]  # a pointer-generator: p_gen shown
+    assert shown["summarization-0-sources"]
 
 
 def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder, summarization_model, monkeypatch):
@@ -193,7 +194,7 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
     run = app.summarize(model, app.MAX_INPUT_TOKENS)
     tokenizer, quiet = reversal_tokenizer(), {"progress": lambda *a, **k: None}
     for document, settings in (("a b c a b c d", (4, 1.0, 3, 1, 64)), ("x w v u t s", (2, 0.5, 0, 2, 4))):
-        summary, shaded, image, note = run(document, *settings, **quiet)
+        summary, shaded, sources, image, note = run(document, *settings, **quiet)
         flags = dict(zip(row, settings))
         assert [summary] == generate_texts(summarization_model, tokenizer, [document], progress=False, **flags)
         assert passed[-1] == flags and note == ""
@@ -206,6 +207,17 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
         with torch.no_grad():
             p_gen = summarization_model(input_ids=source, decoder_input_ids=decoder, output_attentions=True).p_gen[0]
         assert [score for _, score in shaded if score is not None] == [round(1 - p, 3) for p in p_gen.tolist()]
+        # The document's tokens shaded by how much was copied from each: sum_t (1 - p_gen_t) a_t (last layer's
+        # cross-attention, mean of heads), relative to the largest.
+        with torch.no_grad():
+            attention = summarization_model(
+                input_ids=source, decoder_input_ids=decoder, output_attentions=True
+            ).cross_attentions[-1][0]
+        copied = (1 - p_gen) @ attention.mean(0)
+        assert [token for token, score in sources if score is not None] == [*document.split(), "</s>"]
+        assert [score for _, score in sources if score is not None] == [
+            round(w, 3) for w in (copied / copied.max()).tolist()
+        ]
         assert np.asarray(image.convert("L"), dtype=float).std() > 10  # bars, not a blank picture
     assert summary == "s t u v"  # max length 4 cut the reversal
 
@@ -225,7 +237,7 @@ def test_summarize_reads_a_long_document_up_to_the_models_limit_and_says_so(summ
     tokenizer.model_max_length = 5  # the limit the model was trained with, as the summarization recipe records it
     tokenizer.save_pretrained(folder)
     run = app.summarize(app.DemoModel.read(str(folder)), app.MAX_INPUT_TOKENS)
-    summary, shaded, _, note = run("a b c d e f g h", 4, 1.0, 3, 1, 64, progress=lambda *a, **k: None)
+    summary, shaded, _, _, note = run("a b c d e f g h", 4, 1.0, 3, 1, 64, progress=lambda *a, **k: None)
     assert summary == "d c b a" and note == "The model reads at most 5 tokens: the document's last 4 were left out."
     assert len([score for _, score in shaded if score is not None]) == 5  # d c b a </s>
 
@@ -240,8 +252,11 @@ def test_a_summarizer_without_the_copy_mechanism_shows_no_p_gen(reversal_folder,
     demo = app.build_app([str(folder)])
     shown = {block.elem_id: block.visible for block in demo.blocks.values() if getattr(block, "elem_id", None)}
     assert not shown["summarization-0-copied"] and not shown["summarization-0-p-gen"]
-    summary, shaded, image, note = app.summarize(model, 50)("a b c", 2, 1.0, 0, 1, 10, progress=lambda *a, **k: None)
-    assert summary == "c b a" and shaded is None and image is None and note == ""
+    assert not shown["summarization-0-sources"]
+    summary, shaded, sources, image, note = app.summarize(model, 50)(
+        "a b c", 2, 1.0, 0, 1, 10, progress=lambda *a, **k: None
+    )
+    assert summary == "c b a" and shaded is None and sources is None and image is None and note == ""
 
 
 def _free_port() -> int:
