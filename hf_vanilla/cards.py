@@ -12,6 +12,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from transformers import GenerationConfig
 
 from .configuration_vanilla import VanillaTransformerConfig
+from .data.summaries import HUB_SUMMARIES
 from .evaluation.summarization import MULTI_REFERENCE_RULE
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -335,15 +336,13 @@ SUMMARIZATION_CORPORA = {
         example="Anna: are we still on for lunch? Tom: yes, 12:30 at the usual place. Anna: great, see you there",
     ),
 }
-_HUB_NAMES = {"Yale-LILY/aeslc": "aeslc", "abisee/cnn_dailymail": "cnn_dailymail", "EdinburghNLP/xsum": "xsum"}
-_HUB_NAMES["knkarthick/samsum"] = "samsum"
 
 
 def summarization_corpus(dataset: str) -> dict:
     """What a card says of a summarization corpus (`SUMMARIZATION_CORPORA`): a Hub name or id, or AESLC's published
     folder (`enron_subject_line` or the `aeslc` folder holding it); any other corpus is named by its file and comes
     under its own terms."""
-    name = _HUB_NAMES.get(dataset, dataset)
+    name = next((name for name, hub in HUB_SUMMARIES.items() if hub.repo == dataset), dataset)
     if Path(dataset).name in ("enron_subject_line", "aeslc") and Path(dataset).is_dir():
         name = "aeslc"
     if name in SUMMARIZATION_CORPORA:
