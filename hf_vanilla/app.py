@@ -187,13 +187,11 @@ def copy_weights(maps) -> np.ndarray:
     return (1.0 - maps.p_gen) @ copy_distribution
 
 
-def _copied_from(maps) -> list[tuple[str, float | None]]:
-    """The document's tokens, each shaded by its copy weight relative to the most copied one."""
-    weights = copy_weights(maps)
-    weights = weights / max(float(weights.max()), 1e-12)
+def _shaded(tokens: list[str], scores) -> list[tuple[str, float | None]]:
+    """`tokens` as Gradio's highlighted text, each with its score (rounded to 3 decimals), a space between them."""
     shaded = []
-    for token, weight in zip(maps.source_tokens, weights.tolist()):
-        shaded += [(token, round(weight, 3)), (" ", None)]
+    for token, score in zip(tokens, scores):
+        shaded += [(token, round(float(score), 3)), (" ", None)]
     return shaded[:-1]
 
 
@@ -239,10 +237,10 @@ def summarize(model: DemoModel, max_input_tokens: int):
             return summary, None, None, None, note
         progress(0.8, desc="reading p_gen")
         maps = attention_maps(network, tokenizer, document, summary, max_source_tokens=limit)
-        shaded = []
-        for token, p_gen in zip(maps.target_tokens, maps.p_gen.tolist()):
-            shaded += [(token, round(1.0 - p_gen, 3)), (" ", None)]
-        return summary, shaded[:-1], _copied_from(maps), _p_gen_png(maps), note
+        copied = copy_weights(maps)  # shown relative to the most copied token
+        sources = _shaded(maps.source_tokens, copied / max(float(copied.max()), 1e-12))
+        copied_tokens = _shaded(maps.target_tokens, 1.0 - maps.p_gen.astype(np.float64))
+        return summary, copied_tokens, sources, _p_gen_png(maps), note
 
     return run
 
