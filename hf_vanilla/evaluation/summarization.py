@@ -1,5 +1,10 @@
 """Summarizing a held-out set with the model's decoding and scoring it with ROUGE F1 (`evaluation.rouge`)."""
 
+import itertools
+from collections.abc import Mapping, Sequence
+
+from tqdm.auto import tqdm
+
 from ..decoding import generate_texts
 from .rouge import rouge_scores
 
@@ -37,3 +42,37 @@ def summarize_and_score(
         figures.update({f"{k}_multi_reference": round(v, 2) for k, v in multi.items()})
     figures["eval_items"] = len(texts)
     return figures, predictions
+
+
+def tune_decoding(
+    model,
+    tokenizer,
+    texts: list[str],
+    references: list[list[str]],
+    grid: Mapping[str, Sequence],
+    max_source_tokens: int | None = None,
+    key: str = "rouge1",
+    progress: bool = True,
+) -> tuple[dict, list[dict]]:
+    """Summarizes `texts` (a validation split, never the test) once for every combination of `grid`'s values
+    (generate() keyword -> candidates, e.g. {"length_penalty": [0.6, 1.0], "min_new_tokens": [1, 6]}) and scores each
+    as `summarize_and_score` does. Returns (the setting with the highest `key`, the first of them on a tie; one row
+    a setting: its values and its figures, in the grid's order). A combination with min_new_tokens over
+    max_new_tokens is refused before any decoding."""
+    if not grid or any(len(values) == 0 for values in grid.values()):
+        raise ValueError(f"every decoding setting needs at least one value: {dict(grid)}")
+    settings = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    for setting in settings:
+        shortest, longest = setting.get("min_new_tokens"), setting.get("max_new_tokens")
+        if shortest is not None and longest is not None and shortest > longest:
+            raise ValueError(f"min_new_tokens {shortest} over max_new_tokens {longest}")
+    rows = []
+    for setting in tqdm(settings, desc="decoding settings", disable=not progress):
+        figures, _ = summarize_and_score(
+            model, tokenizer, texts, references, max_source_tokens, progress=False, **setting
+        )
+        if key not in figures:
+            raise ValueError(f"no figure {key!r} to choose by; there are {', '.join(figures)}")
+        rows.append(setting | figures)
+    best = max(rows, key=lambda row: row[key])  # max keeps the first of equal rows
+    return {name: best[name] for name in grid}, rows

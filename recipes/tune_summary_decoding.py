@@ -1,0 +1,122 @@
+"""Chooses a summarizer's decoding on the validation split (never the test): every combination of the given length
+penalties, length bounds, beam sizes and n-gram rules is decoded and scored with ROUGE, and the best is printed as the
+flags to give `recipes/summarize.py` (or `hf-vanilla summarize`).
+
+    python recipes/tune_summary_decoding.py --model OUTPUT_DIR --length-penalty 0.6 1.0 1.5 --min-new-tokens 1 4 8
+    python recipes/tune_summary_decoding.py --model OUTPUT_DIR --dataset train.jsonl --validation-file dev.jsonl \
+        --min-new-tokens 4 8 --json tuning.json
+
+The validation documents are cut as the model was trained (its tokenizer's model_max_length, or
+--max-source-tokens); each summary is scored against every reference of its item where there are several
+(`MULTI_REFERENCE_RULE`, reported beside the first-reference figures).
+"""
+
+import argparse
+import json
+import sys
+
+from summarize import DEMO_CORPUS
+
+from hf_vanilla.data.summaries import load_summarization_corpus
+from hf_vanilla.decoding import ModelLoadError, load_for_decoding, one_line, recorded_input_limit
+from hf_vanilla.evaluation.summarization import tune_decoding
+
+# flag -> (generate()'s keyword, type, least value)
+GRID_FLAGS = {
+    "--num-beams": ("num_beams", int, 1),
+    "--length-penalty": ("length_penalty", float, None),
+    "--min-new-tokens": ("min_new_tokens", int, 0),
+    "--max-new-tokens": ("max_new_tokens", int, 1),
+    "--no-repeat-ngram-size": ("no_repeat_ngram_size", int, 0),
+}
+SHOWN = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="A trained summarizer: its output folder or a Hub id.")
+    parser.add_argument(
+        "--dataset",
+        default=str(DEMO_CORPUS),
+        help="As recipes/summarize.py's --dataset (only its validation split is read). Default: the demo's AESLC.",
+    )
+    parser.add_argument("--text-column")
+    parser.add_argument("--summary-column")
+    parser.add_argument("--validation-file", help="The validation split of a --dataset file.")
+    parser.add_argument("--max-items", type=int, help="Only the first N validation items (default: all).")
+    parser.add_argument(
+        "--max-source-tokens", type=int, help="Documents cut to this many tokens (default: the model's own limit)."
+    )
+    for flag, (name, kind, _) in GRID_FLAGS.items():
+        parser.add_argument(flag, dest=name, type=kind, nargs="+", help="Candidates (default: the model's setting).")
+    parser.add_argument(
+        "--choose-by", default="rouge1", help="The figure to maximize (default rouge1, first reference)."
+    )
+    parser.add_argument("--json", help="Also write every row and the choice to this file.")
+    args = parser.parse_args(argv)
+    for flag, (name, _, least) in GRID_FLAGS.items():
+        if least is not None and any(value < least for value in getattr(args, name) or ()):
+            parser.error(f"{flag} values must be at least {least}, got {getattr(args, name)}")
+    for flag in ("max_items", "max_source_tokens"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    return args
+
+
+def table(rows: list[dict], names: list[str]) -> str:
+    """The rows as a Markdown table: the setting's values, then the ROUGE F1 figures (first reference, and the best
+    reference where there is one)."""
+    figures = [k for k in rows[0] if k.split("_multi")[0] in SHOWN]
+    lines = ["| " + " | ".join(names + figures) + " |", "|" + "---|" * (len(names) + len(figures))]
+    lines += ["| " + " | ".join(str(row[k]) for k in names + figures) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    try:
+        model, tokenizer = load_for_decoding(args.model)
+        corpus = load_summarization_corpus(
+            args.dataset, args.text_column, args.summary_column, args.validation_file, None
+        )
+    except (ModelLoadError, ValueError, OSError) as error:
+        sys.exit(f"error: {one_line(str(error))}")
+    if "validation" not in corpus:
+        sys.exit(f"error: {args.dataset} has no validation split to tune on (give --validation-file)")
+    items = corpus["validation"]
+    if args.max_items is not None:
+        items = items.select(range(min(args.max_items, len(items))))
+    limit = args.max_source_tokens or recorded_input_limit(tokenizer)
+    grid = {name: getattr(args, name) for name, _, _ in GRID_FLAGS.values() if getattr(args, name)}
+    if not grid:
+        config = model.generation_config
+        grid = {"length_penalty": [config.length_penalty]}  # no candidates given: the model's own setting, scored
+    try:
+        best, rows = tune_decoding(
+            model, tokenizer, items["text"], items["references"], grid, limit, key=args.choose_by
+        )
+    except ValueError as error:
+        sys.exit(f"error: {one_line(str(error))}")
+    names = list(grid)
+    print(table(rows, names))
+    flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in best.items())
+    chosen = next(row for row in rows if all(row[n] == v for n, v in best.items()))
+    print(f"best on {len(items):,} validation items by {args.choose_by} ({chosen[args.choose_by]}): {flags}")
+    record = {
+        "model": args.model,
+        "dataset": args.dataset,
+        "validation_items": len(items),
+        "max_source_tokens": limit,
+        "choose_by": args.choose_by,
+        "best": best,
+        "rows": rows,
+        "command": " ".join(sys.argv),
+    }
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=2)
+    return record
+
+
+if __name__ == "__main__":
+    main()
