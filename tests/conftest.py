@@ -1,23 +1,15 @@
 """Shared fixtures: the real data in ../shared/data (skipped with a reason where it is absent), the reversal model,
-and short real runs of both recipes. The functions behind them are in `helpers.py`."""
+and short real runs of both recipes. The functions behind them are in `runs.py`, `reversal.py` and the other
+modules beside it."""
 
 import os
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
-
-from helpers import (
-    NLTK_DATA,
-    WMT_SAMPLE,
-    random_marian,
-    recipe,
-    require,
-    reversal_tokenizer,
-    train_reversal_model,
-    wmt_args,
-    write_opus_tokenizer,
-)
+from marian_checkout import random_marian, write_opus_tokenizer
+from reversal import reversal_tokenizer, train_reversal_model
+from runs import NLTK_DATA, WMT_SAMPLE, recipe, require, wmt_args
 
 # Property tests draw new inputs on every run (a failure prints the seed and a @reproduce_failure blob);
 # HYPOTHESIS_PROFILE=ci draws the same inputs on every run, for a CI whose result must not change without a commit.
@@ -47,7 +39,7 @@ def treebank_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def reversal_model():
-    """A tiny model trained for seconds to reverse its input (see `helpers.train_reversal_model`). Tests must not
+    """A tiny model trained for seconds to reverse its input (see `reversal.train_reversal_model`). Tests must not
     change it."""
     return train_reversal_model()
 
@@ -62,7 +54,7 @@ def reversal_model_dir(reversal_model, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def reversal_folder(reversal_model, tmp_path_factory) -> Path:
-    """The reversal model saved with its word-level tokenizer (`helpers.reversal_tokenizer`)."""
+    """The reversal model saved with its word-level tokenizer (`reversal.reversal_tokenizer`)."""
     folder = tmp_path_factory.mktemp("reversal_folder")
     reversal_model.save_pretrained(folder)
     reversal_tokenizer().save_pretrained(folder)
@@ -72,7 +64,7 @@ def reversal_folder(reversal_model, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def summarization_model():
     """A tiny pointer-generator trained for seconds to reverse its input (a copy task: outputs depend on inputs, see
-    `helpers.train_reversal_model`), then made a summarizer: `config.decoding = "summarization"` and the generation
+    `reversal.train_reversal_model`), then made a summarizer: `config.decoding = "summarization"` and the generation
     config of that row (`DECODING["summarization"]`). Tests must not change it."""
     from hf_vanilla.configuration_vanilla import VanillaGenerationConfig
 
@@ -84,7 +76,7 @@ def summarization_model():
 
 @pytest.fixture(scope="session")
 def summarization_folder(summarization_model, tmp_path_factory) -> Path:
-    """The summarization model saved with the reversal model's word-level tokenizer (`helpers.reversal_tokenizer`),
+    """The summarization model saved with the reversal model's word-level tokenizer (`reversal.reversal_tokenizer`),
     which records no input limit (model_max_length)."""
     folder = tmp_path_factory.mktemp("summarization_folder")
     summarization_model.save_pretrained(folder)
@@ -95,9 +87,9 @@ def summarization_folder(summarization_model, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def opus_folder(tmp_path_factory) -> Path:
     """A folder shaped like an OPUS-MT checkout: a `MarianMTModel` saved with `save_pretrained` (untrained:
-    `helpers.random_marian` with weights of std 0.15, whose greedy outputs differ from sentence to sentence), beside
-    OPUS-MT's tokenizer files (source.spm, target.spm, vocab.json; SentencePiece models trained here on the shared
-    WMT sample)."""
+    `marian_checkout.random_marian` with weights of std 0.15, whose greedy outputs differ from sentence to sentence),
+    beside OPUS-MT's tokenizer files (source.spm, target.spm, vocab.json; SentencePiece models trained here on the
+    shared WMT sample)."""
     pytest.importorskip("sentencepiece", reason="OPUS-MT's MarianTokenizer needs sentencepiece (the marian extra)")
     folder = tmp_path_factory.mktemp("opus_mt")
     vocab_size = write_opus_tokenizer(folder)

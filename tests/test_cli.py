@@ -7,11 +7,10 @@ import sys
 
 import pytest
 import torch
+from runs import tiny_model
 from safetensors.torch import load_file
 
 from hf_vanilla.cli import main
-
-from helpers import tiny_model
 
 
 def hf_vanilla(*args: str) -> subprocess.CompletedProcess:
@@ -161,7 +160,7 @@ def warnings(result: subprocess.CompletedProcess) -> list[str]:
 def test_summarize_decodes_as_generate_does_with_the_models_decoding(summarization_folder, summarization_model):
     """Each line's summary is `generate()` under the model's generation config (the summarization row: the repeated
     trigram of "d c b a c b a" is not written); empty and blank lines give empty lines; CRLF ends are dropped."""
-    from helpers import reversal_tokenizer
+    from reversal import reversal_tokenizer
 
     documents = ["a b c a b c d", "", "x w v u t s r q p o", "   ", "e f g h"]
     result = summarize(summarization_folder, stdin="\r\n".join(documents) + "\r\n")

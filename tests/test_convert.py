@@ -4,9 +4,10 @@ trained reversal model decodes the same tokens after conversion, also when it st
 as OPUS-MT models do; an OPUS-MT-shaped folder (SentencePiece MarianTokenizer) imports into a folder that loads with
 AutoModelForSeq2SeqLM and as remote code; what hf_vanilla cannot represent is refused in one line naming the field.
 
-Tolerances: logits agree up to the rounding of the model's depth and width (`helpers.rounding_tolerance`), in float32
-and in float64, where that bound is 2^29 times smaller: what float32 leaves is rounding in two summation orders, not a
-mapping error. Much larger weights (std 0.3 at d_model 128) amplify rounding, which the bound does not allow for."""
+Tolerances: logits agree up to the rounding of the model's depth and width (`tolerances.rounding_tolerance`), in
+float32 and in float64, where that bound is 2^29 times smaller: what float32 leaves is rounding in two summation
+orders, not a mapping error. Much larger weights (std 0.3 at d_model 128) amplify rounding, which the bound does not
+allow for."""
 
 import copy
 import subprocess
@@ -14,26 +15,19 @@ import sys
 
 import pytest
 import torch
+from marian_checkout import random_marian
+from remote_loader import run_loader
+from reversal import assert_varied, decoded, reversal_batch
+from runs import batch, tiny_model
+from tolerances import assert_close_up_to_rounding, transformer_sums
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, MarianMTModel
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.cli import main as cli_main
 from hf_vanilla.convert import ConversionError, from_marian, to_marian
 
-from helpers import (
-    assert_close_up_to_rounding,
-    assert_varied,
-    batch,
-    decoded,
-    random_marian,
-    reversal_batch,
-    run_loader,
-    tiny_model,
-    transformer_sums,
-)
-
 MARIAN_CONFIGS = {
-    # (overrides of helpers.random_marian, with a final_logits_bias)
+    # (overrides of marian_checkout.random_marian, with a final_logits_bias)
     "relu-unscaled-1003": (
         dict(
             vocab_size=1003,

@@ -8,23 +8,21 @@ import copy
 
 import pytest
 import torch
-
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
-from hf_vanilla.cli import main as cli_main
-from hf_vanilla.convert import from_marian, to_marian
-from hf_vanilla.ct2 import export_ct2, translate_options, vocabulary
-
-from helpers import (
+from reversal import (
     REVERSAL_VOCAB,
-    assert_close_up_to_rounding,
     assert_varied,
     decoded,
     reversal_accuracy,
     reversal_batch,
     reversal_text,
     reversal_tokenizer,
-    transformer_sums,
 )
+from tolerances import assert_close_up_to_rounding, transformer_sums
+
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.cli import main as cli_main
+from hf_vanilla.convert import from_marian, to_marian
+from hf_vanilla.ct2 import export_ct2, translate_options, vocabulary
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is not installed (pip install 'hf-vanilla[ct2]')")
 
@@ -136,9 +134,9 @@ VARIANTS = {
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_exported_model_scores_tokens_as_hf_vanilla(name, tmp_path):
-    """float32 up to rounding (`helpers.rounding_tolerance`); int8 (weights and activations quantized to 1/127 of their
-    rows' largest) as a whole, within a quarter of their norm: no rounding bound applies, and on CPUs without VNNI
-    MKL's int8 products saturate at 16 bits (oneDNN issue 518), several times int8's usual error, while a weight
+    """float32 up to rounding (`tolerances.rounding_tolerance`); int8 (weights and activations quantized to 1/127 of
+    their rows' largest) as a whole, within a quarter of their norm: no rounding bound applies, and on CPUs without
+    VNNI MKL's int8 products saturate at 16 bits (oneDNN issue 518), several times int8's usual error, while a weight
     exported wrong is off by the whole norm. On a vocabulary of 37, which 16 does not divide (the tokenizer's 32
     tokens and 5 placeholders)."""
     torch.manual_seed(0)

@@ -6,8 +6,9 @@ import copy
 
 import pytest
 import torch
-
-from helpers import assert_close_up_to_rounding, assert_varied, batch, decoded, reversal_batch, tiny_model
+from reversal import assert_varied, decoded, reversal_batch
+from runs import batch, tiny_model
+from tolerances import assert_close_up_to_rounding
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

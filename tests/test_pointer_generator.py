@@ -8,30 +8,27 @@ import math
 
 import pytest
 import torch
+from reversal import (
+    assert_cache_changes_nothing,
+    assert_varied,
+    decoded,
+    reversal_accuracy,
+    reversal_batch,
+    reversal_tokenizer,
+    train_reversal_model,
+)
+from runs import batch, tiny_model
+from tolerances import assert_close_up_to_rounding, transformer_sums
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.convert import ConversionError, to_marian
 from hf_vanilla.modeling_vanilla import VanillaPointerGenerator, sinusoidal_positions
 
-from helpers import (
-    assert_cache_changes_nothing,
-    assert_close_up_to_rounding,
-    assert_varied,
-    batch,
-    decoded,
-    reversal_accuracy,
-    reversal_batch,
-    reversal_tokenizer,
-    tiny_model,
-    train_reversal_model,
-    transformer_sums,
-)
-
 FLOAT32_EPS = torch.finfo(torch.float32).eps
 
 
 def pointer_sums(config, steps: int = 1) -> dict[str, int]:
-    """`transformer_sums` of a pointer-generator's log P (see `helpers.rounding_tolerance`): 3 more sums in sequence
+    """`transformer_sums` of a pointer-generator's log P (see `tolerances.rounding_tolerance`): 3 more sums in sequence
     (the gate over [c_t; s_t; x_t], 3 d_model wide; the copy's scatter-add; the log of the mixture), and `steps` times
     that depth for scores summed over decoding steps."""
     sums = transformer_sums(config)
@@ -40,7 +37,7 @@ def pointer_sums(config, steps: int = 1) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def pointer_reversal_model() -> VanillaTransformerForConditionalGeneration:
-    """The reversal model (`helpers.train_reversal_model`) with the copy mechanism, trained the same way."""
+    """The reversal model (`reversal.train_reversal_model`) with the copy mechanism, trained the same way."""
     return train_reversal_model(pointer_generator=True)
 
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from runs import RECIPES, WMT_SAMPLE, recipe, require, wmt_args
 from safetensors.torch import load_file
+from tolerances import rounding_tolerance, transformer_sums
 from transformers import AutoTokenizer
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
@@ -22,8 +24,6 @@ from hf_vanilla.parsing import parse_tree
 from hf_vanilla.tokenization import TokenizerMismatch
 from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.preflight import PreflightError
-
-from helpers import RECIPES, WMT_SAMPLE, recipe, require, rounding_tolerance, transformer_sums, wmt_args
 
 RESULT_KEYS = {
     "sacrebleu",

@@ -4,8 +4,8 @@ the package does: the reversal model's greedy and beam decodings of a padded bat
 import json
 
 import torch
-
-from helpers import assert_varied, decoded, reversal_batch, run_loader
+from remote_loader import run_loader
+from reversal import assert_varied, decoded, reversal_batch
 
 
 def test_remote_code_load_decodes_identically_and_refuses_without_trust(reversal_model, reversal_model_dir):

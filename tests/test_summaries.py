@@ -7,6 +7,7 @@ import json
 import pandas as pd
 import pytest
 from datasets import Dataset, DatasetDict
+from runs import SHARED_DATA, require
 
 from hf_vanilla.data import summaries
 from hf_vanilla.data.encoding import encode_truncated_pairs
@@ -18,8 +19,6 @@ from hf_vanilla.data.summaries import (
     load_summarization_corpus,
 )
 from hf_vanilla.tokenization import train_shared_bpe
-
-from helpers import SHARED_DATA, require
 
 AESLC = SHARED_DATA / "aeslc" / "enron_subject_line"
 COLUMNS = ["text", "summary", "references"]

@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from datasets import Dataset, DatasetDict
 from huggingface_hub import ModelCard
+from runs import RECIPES, SHARED_DATA, recipe, require
 from transformers import AutoTokenizer, HfArgumentParser
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
@@ -25,8 +27,6 @@ from hf_vanilla.hub import build_hub_folder
 from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
-
-from helpers import RECIPES, SHARED_DATA, recipe, require
 
 AESLC = SHARED_DATA / "aeslc" / "enron_subject_line"
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
@@ -362,3 +362,47 @@ def test_two_gloo_processes_train_and_evaluate_as_one_does(corpus, tmp_path):
     assert set(results["two"]) == set(results["one"]) and results["two"]["steps"] == 4
     test = read_jsonl(corpus["test"])
     assert [p["source"] for p in read_jsonl(tmp_path / "two" / "predictions.jsonl")] == [r["document"] for r in test]
+
+
+def test_decoding_is_tuned_on_validation_alone_and_each_row_scores_as_its_own_decoding(summary_run, corpus, tmp_path):
+    folder, _ = summary_run
+    flags = ["--model", str(folder / "final"), "--dataset", str(corpus["train"])]
+    flags += ["--validation-file", str(corpus["dev"]), "--text-column", "document", "--summary-column", "abstract"]
+    grid = ["--length-penalty", "0.6", "2.0", "--min-new-tokens", "0", "6", "--num-beams", "2"]
+    record = recipe("tune_summary_decoding").main([*flags, *grid, "--json", str(tmp_path / "tuning.json")])
+    assert json.loads((tmp_path / "tuning.json").read_text()) == record
+    rows = record["rows"]
+    assert [(r["length_penalty"], r["min_new_tokens"]) for r in rows] == [(0.6, 0), (0.6, 6), (2.0, 0), (2.0, 6)]
+    assert record["best"] == {k: v for k, v in max(rows, key=lambda r: r["rouge1"]).items() if k in record["best"]}
+    assert record["max_source_tokens"] == 24 and record["validation_items"] == 12  # the run's limit; dev, not test
+    # An independent decoding of one setting, scored apart: the row holds its figures.
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(folder / "final").eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder / "final")
+    dev = read_jsonl(corpus["dev"])
+    ids = [truncate_ids(tokenizer(row["document"])["input_ids"], 24) for row in dev]
+    predictions = []
+    for row_ids in ids:
+        out = model.generate(
+            input_ids=torch.tensor([row_ids]), num_beams=2, length_penalty=2.0, min_new_tokens=6, max_new_tokens=8
+        )
+        predictions.append(tokenizer.decode(out[0], skip_special_tokens=True))
+    assert all(len(tokenizer(p, add_special_tokens=False)["input_ids"]) >= 5 for p in predictions)  # min 6, subwords
+    scores = compute_rouge(predictions, [row["abstract"] for row in dev])
+    assert {name: rows[3][name] for name in ROUGE} == {name: round(scores[name], 2) for name in ROUGE}
+
+
+@pytest.mark.parametrize(
+    "grid, message",
+    [
+        (["--min-new-tokens", "9", "--max-new-tokens", "4"], "min_new_tokens 9 over max_new_tokens 4"),
+        (["--num-beams", "0"], "--num-beams values must be at least 1"),
+        (["--choose-by", "bleu"], "no figure 'bleu' to choose by"),
+    ],
+)
+def test_tuning_refuses_impossible_settings_in_one_line(summary_run, corpus, grid, message, capsys):
+    folder, _ = summary_run
+    flags = ["--model", str(folder / "final"), "--dataset", str(corpus["train"]), "--max-items", "2"]
+    flags += ["--validation-file", str(corpus["dev"]), "--text-column", "document", "--summary-column", "abstract"]
+    with pytest.raises(SystemExit) as stop:
+        recipe("tune_summary_decoding").main([*flags, *grid])
+    assert message in str(stop.value) + capsys.readouterr().err

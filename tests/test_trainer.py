@@ -4,11 +4,10 @@ import itertools
 
 import numpy as np
 from datasets import Dataset
+from runs import tiny_model
 from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_vanilla.tokenization import train_shared_bpe
-
-from helpers import tiny_model
 
 
 def read_lines(path, count):

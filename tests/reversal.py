@@ -1,0 +1,139 @@
+"""A tiny model trained for a few seconds to reverse its input, whose decodings depend on the source token by token.
+
+An untrained model writes one token at every step of every beam, so a test comparing two of its decodings passes
+whatever the cache, the masks or the beam reordering do. Decoding tests compare decodings of `reversal_model()`
+instead, and check that they are the task's answers (`reversal_batch`), which no broken cache or mask gives."""
+
+import time
+
+import pytest
+import torch
+from tolerances import assert_close_up_to_rounding
+
+import hf_vanilla
+
+REVERSAL_SYMBOLS = range(4, 28)  # ids 0-3 are <pad>, <s>, </s>, <unk>
+REVERSAL_VOCAB = 32
+
+
+def reversal_batch(
+    seed: int, rows: int, lengths: tuple[int, int] = (3, 10)
+) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """`rows` random sequences of REVERSAL_SYMBOLS (lengths drawn from `lengths`, inclusive) + </s>, right-padded:
+    (input_ids, attention_mask, answers), each answer the reversed sequence followed by </s>."""
+    generator = torch.Generator().manual_seed(seed)
+    sizes = torch.randint(lengths[0], lengths[1] + 1, (rows,), generator=generator).tolist()
+    ids = torch.zeros(rows, max(sizes) + 1, dtype=torch.long)
+    answers = []
+    for row, size in enumerate(sizes):
+        symbols = torch.randint(REVERSAL_SYMBOLS.start, REVERSAL_SYMBOLS.stop, (size,), generator=generator)
+        ids[row, :size], ids[row, size] = symbols, 2
+        answers.append(symbols.flip(0).tolist() + [2])
+    return ids, (ids != 0).long(), answers
+
+
+def reversal_accuracy(model, ids: torch.Tensor, mask: torch.Tensor, answers: list, **generate_kwargs) -> float:
+    """Share of rows whose decoding (after the start token, up to </s>) is exactly the answer."""
+    out = model.generate(ids, attention_mask=mask, max_new_tokens=ids.shape[1] + 2, **generate_kwargs)
+    return sum(decoded(row) == answer for row, answer in zip(out.tolist(), answers)) / len(answers)
+
+
+def decoded(row: list[int]) -> list[int]:
+    """A generated row's tokens after the start token, up to and including the first </s>."""
+    tokens = row[1:]
+    return tokens[: tokens.index(2) + 1] if 2 in tokens else tokens
+
+
+def train_reversal_model(
+    max_steps: int = 1500, target: float = 0.95, seed: int = 0, **config_overrides
+) -> hf_vanilla.VanillaTransformerForConditionalGeneration:
+    """The tiny preset (32-token vocabulary, no dropout, no smoothing, any other `config_overrides`) trained to
+    reverse sequences of 3-10 symbols until greedy decoding gets `target` of 200 held-out sequences exactly right
+    (about 15 s on 2 CPU cores). Fails the calling test if it does not get there: a model that cannot learn a reversal
+    is itself a defect."""
+    torch.manual_seed(seed)
+    config = hf_vanilla.VanillaTransformerConfig.from_preset(
+        "tiny", vocab_size=REVERSAL_VOCAB, dropout=0.0, label_smoothing=0.0, **config_overrides
+    )
+    model = hf_vanilla.VanillaTransformerForConditionalGeneration(config).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.98))
+    warmup = 100
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, (warmup / (s + 1)) ** 0.5))
+    held_out = reversal_batch(seed=10_000, rows=200)
+    started, accuracy = time.perf_counter(), 0.0
+    for step in range(1, max_steps + 1):
+        ids, mask, answers = reversal_batch(seed=seed * 100_000 + step, rows=64)
+        labels = torch.full_like(ids, -100)
+        for row, answer in enumerate(answers):
+            labels[row, : len(answer)] = torch.tensor(answer)
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step >= 300 and step % 100 == 0:
+            with torch.no_grad():
+                # Without the cache, so that a broken cache fails the tests that check it rather than this fixture.
+                accuracy = reversal_accuracy(model.eval(), *held_out, num_beams=1, use_cache=False)
+            model.train()
+            if accuracy >= target:
+                break
+    if accuracy < target:
+        pytest.fail(
+            f"the reversal model reached {accuracy:.2f} after {step} updates ({time.perf_counter() - started:.0f} s), "
+            f"not {target}: training or greedy decoding is broken"
+        )
+    return model.eval()
+
+
+def reversal_tokenizer():
+    """A word-level tokenizer for the reversal model's 32 ids: <pad> <s> </s> <unk>, then one letter per symbol
+    (a-x for REVERSAL_SYMBOLS, y z A B for the unused ids); it appends </s> as hf_vanilla's tokenizers do."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    letters = "abcdefghijklmnopqrstuvwxyzAB"
+    vocab = {token: index for index, token in enumerate(["<pad>", "<s>", "</s>", "<unk>", *letters])}
+    assert len(vocab) == REVERSAL_VOCAB
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+
+
+def reversal_text(ids: torch.Tensor) -> list[str]:
+    """The source sentences of a `reversal_batch` as text for `reversal_tokenizer` (</s> and padding left out)."""
+    letters = "abcdefghijklmnopqrstuvwxyzAB"
+    return [" ".join(letters[i - 4] for i in row if i > 3) for row in ids.tolist()]
+
+
+def assert_cache_changes_nothing(model, num_beams: int, sums: dict[str, int]) -> None:
+    """Decoding the reversal batch with the key/value cache (one new position a step, reordered with the beams) gives
+    the tokens of recomputing the whole prefix at each step, and every step's scores within `rounding_tolerance` of
+    `sums` (the model's depth and width)."""
+    ids, mask, _ = reversal_batch(seed=3, rows=6)
+    kwargs = dict(
+        attention_mask=mask,
+        num_beams=num_beams,
+        num_return_sequences=num_beams,
+        max_new_tokens=12,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    with_cache = model.generate(ids, use_cache=True, **kwargs)
+    without = model.generate(ids, use_cache=False, **kwargs)
+    assert_varied(with_cache.sequences[::num_beams])
+    assert torch.equal(with_cache.sequences, without.sequences)
+    for cached, recomputed in zip(with_cache.scores, without.scores, strict=True):
+        assert_close_up_to_rounding(cached, recomputed, **sums)
+    if num_beams > 1:
+        assert (with_cache.beam_indices[:, 1:] != with_cache.beam_indices[:, :1]).any()  # beams were reordered
+
+
+def assert_varied(sequences: torch.Tensor) -> None:
+    """Decodings worth comparing: every row writes at least 3 distinct tokens, and no two rows are the same."""
+    rows = [tuple(decoded(row)) for row in sequences.tolist()]
+    assert all(len(set(row)) >= 3 for row in rows), rows
+    assert len(set(rows)) == len(rows), rows
