@@ -1,7 +1,7 @@
 """The margins of the float comparisons (docs/experiments.md): for some comparisons the decoding tests make, the
-largest difference between the two computations, the largest magnitude compared, `helpers.rounding_tolerance` of it
-and their ratio; with --mutation NAME, the same in a copy of the package with that mutation of
-tests/test_mutations.py: the size of the error the tolerance must stay far below. Not a test; from the repository root:
+largest difference between the two computations, the largest magnitude compared, `tolerances.rounding_tolerance` of it
+and their ratio; with --mutation NAME, the same under that mutation of tests/mutations.py: the size of the error the
+tolerance must stay far below. Not a test; from the repository root:
 
     PYTHONPATH=$PWD python tests/rounding_margins.py [--mutation NAME] [--model reversal.pt]
 
@@ -11,20 +11,12 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
-
-from helpers import (
-    REVERSAL_VOCAB,
-    batch,
-    reversal_batch,
-    rounding_tolerance,
-    tiny_model,
-    train_reversal_model,
-    transformer_sums,
-)
+from reversal import REVERSAL_VOCAB, reversal_batch, train_reversal_model
+from runs import batch, tiny_model
+from tolerances import rounding_tolerance, transformer_sums
 
 
 def reversal_model(path: str | None):
@@ -97,15 +89,13 @@ def main() -> None:
     parser.add_argument("--model", help="file for the reversal model's weights (read if present, else written)")
     args = parser.parse_args()
     if args.mutation:
-        import test_mutations
+        import mutations
 
-        edits, _ = test_mutations.MUTATIONS[args.mutation]
-        with tempfile.TemporaryDirectory() as folder:
-            copy = test_mutations.mutated_copy(Path(folder), edits)
-            model = ["--model", str(Path(args.model).resolve())] if args.model else []
-            command = [sys.executable, str(copy / "tests" / "rounding_margins.py"), *model]
-            environment = {**os.environ, "PYTHONPATH": str(copy)}
-            raise SystemExit(subprocess.run(command, cwd=copy, env=environment).returncode)
+        if args.mutation not in mutations.MUTATIONS:
+            parser.error(f"--mutation must be one of: {'; '.join(mutations.MUTATIONS)}")
+        model = ["--model", args.model] if args.model else []
+        command = [sys.executable, __file__, *model]
+        raise SystemExit(subprocess.run(command, env=mutations.environment(args.mutation)).returncode)
     print(
         f"kernels: {torch.backends.cpu.get_cpu_capability()}, threads {torch.get_num_threads()}, "
         f"oneDNN {'on' if torch.backends.mkldnn.enabled else 'off'}"
