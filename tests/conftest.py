@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
 from marian_checkout import random_marian, write_opus_tokenizer
 from reversal import reversal_tokenizer, train_reversal_model
 from runs import NLTK_DATA, WMT_SAMPLE, recipe, require, wmt_args

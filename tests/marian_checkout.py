@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import torch
+
 from runs import WMT_SAMPLE, require
 
 

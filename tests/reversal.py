@@ -8,9 +8,10 @@ import time
 
 import pytest
 import torch
-from tolerances import assert_close_up_to_rounding
 
 import hf_vanilla
+
+from tolerances import assert_close_up_to_rounding
 
 REVERSAL_SYMBOLS = range(4, 28)  # ids 0-3 are <pad>, <s>, </s>, <unk>
 REVERSAL_VOCAB = 32

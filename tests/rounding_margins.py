@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import torch
+
 from reversal import REVERSAL_VOCAB, reversal_batch, train_reversal_model
 from runs import batch, tiny_model
 from tolerances import rounding_tolerance, transformer_sums

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from accelerate import Accelerator
-from runs import tiny_recipe_flags
 
 from hf_vanilla.training.collectives import StepError, agreed_failure
+
+from runs import tiny_recipe_flags
 
 TESTS = Path(__file__).resolve().parent
 

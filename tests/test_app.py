@@ -22,13 +22,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from huggingface_hub import SpaceCard
-from reversal import reversal_tokenizer
 
 from hf_vanilla.cli import main as cli_main
 from hf_vanilla.decoding import generate_texts, load_for_decoding, parse_texts
 from hf_vanilla.hub import space_requirements
 from hf_vanilla.parsing import parse_tree
 from hf_vanilla.parsing.drawing import tree_svg
+
+from reversal import reversal_tokenizer
 
 gr = pytest.importorskip("gradio", reason="the demo app needs gradio: pip install 'hf-vanilla[app]'")
 app = pytest.importorskip("hf_vanilla.app")

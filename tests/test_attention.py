@@ -7,12 +7,13 @@ import copy
 import numpy as np
 import pytest
 import torch
-from reversal import reversal_tokenizer
-from runs import batch, tiny_model
-from tolerances import assert_close_up_to_rounding, transformer_sums
 
 from hf_vanilla.attention_plots import KINDS, attention_maps, p_gen_figure
 from hf_vanilla.cli import main as cli_main
+
+from reversal import reversal_tokenizer
+from runs import batch, tiny_model
+from tolerances import assert_close_up_to_rounding, transformer_sums
 
 pytest.importorskip("matplotlib", reason="attention plots need matplotlib (pip install 'hf-vanilla[plots]')")
 

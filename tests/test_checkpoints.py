@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from runs import run_loop, tiny_recipe
 
 from hf_vanilla.training import checkpoints
 from hf_vanilla.training.checkpoints import CheckpointError, list_checkpoints, verify_checkpoint
+
+from runs import run_loop, tiny_recipe
 
 
 def truncate(path: Path) -> None:

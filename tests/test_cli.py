@@ -7,10 +7,11 @@ import sys
 
 import pytest
 import torch
-from runs import tiny_model
 from safetensors.torch import load_file
 
 from hf_vanilla.cli import main
+
+from runs import tiny_model
 
 
 def hf_vanilla(*args: str) -> subprocess.CompletedProcess:

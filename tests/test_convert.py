@@ -15,16 +15,17 @@ import sys
 
 import pytest
 import torch
-from marian_checkout import random_marian
-from remote_loader import run_loader
-from reversal import assert_varied, decoded, reversal_batch
-from runs import batch, tiny_model
-from tolerances import assert_close_up_to_rounding, transformer_sums
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, MarianMTModel
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.cli import main as cli_main
 from hf_vanilla.convert import ConversionError, from_marian, to_marian
+
+from marian_checkout import random_marian
+from remote_loader import run_loader
+from reversal import assert_varied, decoded, reversal_batch
+from runs import batch, tiny_model
+from tolerances import assert_close_up_to_rounding, transformer_sums
 
 MARIAN_CONFIGS = {
     # (overrides of marian_checkout.random_marian, with a final_logits_bias)

@@ -8,6 +8,12 @@ import copy
 
 import pytest
 import torch
+
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.cli import main as cli_main
+from hf_vanilla.convert import from_marian, to_marian
+from hf_vanilla.ct2 import export_ct2, translate_options, vocabulary
+
 from reversal import (
     REVERSAL_VOCAB,
     assert_varied,
@@ -18,11 +24,6 @@ from reversal import (
     reversal_tokenizer,
 )
 from tolerances import assert_close_up_to_rounding, transformer_sums
-
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
-from hf_vanilla.cli import main as cli_main
-from hf_vanilla.convert import from_marian, to_marian
-from hf_vanilla.ct2 import export_ct2, translate_options, vocabulary
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is not installed (pip install 'hf-vanilla[ct2]')")
 

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import torch
+
 from reversal import assert_varied, decoded, reversal_batch
 from runs import batch, tiny_model
 from tolerances import assert_close_up_to_rounding

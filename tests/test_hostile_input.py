@@ -13,7 +13,6 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runs import WMT_SAMPLE, require
 
 from hf_vanilla.cli import split_lines
 from hf_vanilla.decoding import one_line
@@ -32,6 +31,8 @@ from hf_vanilla.parsing import (
     tree_words,
 )
 from hf_vanilla.tokenization import SPECIAL_TOKENS, load_tokenizer, train_shared_bpe
+
+from runs import WMT_SAMPLE, require
 
 # --- strategies ------------------------------------------------------------------------------------------------------
 

@@ -7,13 +7,14 @@ import sys
 
 import pytest
 from huggingface_hub import ModelCard
-from remote_loader import run_loader
 from transformers import AutoTokenizer
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration, cards
 from hf_vanilla.cards import CardError, check_card, render_model_card
 from hf_vanilla.hub import PublishError, build_hub_folder, push_model_folder
 from hf_vanilla.parsing import parse_tree
+
+from remote_loader import run_loader
 
 
 def test_translation_folder_loads_without_the_package_and_translates_identically(wmt_run, tmp_path):

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from runs import RECIPES, tiny_recipe, tiny_recipe_flags
 from safetensors.torch import load_file
+
+from runs import RECIPES, tiny_recipe, tiny_recipe_flags
 
 TESTS = Path(__file__).resolve().parent
 LAUNCHERS = {  # processes (or "fsdp": 2 processes, the model sharded by FSDP2) -> the command before the recipe

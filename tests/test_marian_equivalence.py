@@ -4,11 +4,12 @@ same function once `hf_vanilla.convert.to_marian` has moved the weights across: 
 whose decodings depend on every source token."""
 
 import torch
+
+from hf_vanilla.convert import to_marian
+
 from reversal import assert_varied, decoded, reversal_batch
 from runs import tiny_model
 from tolerances import assert_close_up_to_rounding, transformer_sums
-
-from hf_vanilla.convert import to_marian
 
 
 def test_same_logits_as_marian_on_a_padded_batch(reversal_model):

@@ -5,15 +5,16 @@ import math
 import numpy as np
 import pytest
 import torch
-from reversal import assert_cache_changes_nothing, assert_varied, decoded, reversal_accuracy, reversal_batch
-from runs import batch, tiny_model
 from safetensors import safe_open
-from tolerances import assert_close_up_to_rounding, rounding_tolerance, transformer_sums
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_vanilla
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
 from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
+
+from reversal import assert_cache_changes_nothing, assert_varied, decoded, reversal_accuracy, reversal_batch
+from runs import batch, tiny_model
+from tolerances import assert_close_up_to_rounding, rounding_tolerance, transformer_sums
 
 # --- configuration -------------------------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from mutations import MUTATIONS, environment
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -130,9 +130,9 @@ class _Hostile:
 def test_a_pickle_that_runs_code_put_in_a_checkpoint_is_never_run_on_resume(tmp_path):
     """Even with a manifest rewritten to match, the files a resume reads are opened as safetensors: a pickle there
     makes the checkpoint unreadable (skipped, the run starts over), not code that runs."""
-    from runs import run_loop
-
     from hf_vanilla.training import checkpoints
+
+    from runs import run_loop
 
     run_loop(tmp_path, 2)
     checkpoint = tmp_path / "checkpoint-00000002"

@@ -8,6 +8,11 @@ import math
 
 import pytest
 import torch
+
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.convert import ConversionError, to_marian
+from hf_vanilla.modeling_vanilla import VanillaPointerGenerator, sinusoidal_positions
+
 from reversal import (
     assert_cache_changes_nothing,
     assert_varied,
@@ -19,10 +24,6 @@ from reversal import (
 )
 from runs import batch, tiny_model
 from tolerances import assert_close_up_to_rounding, transformer_sums
-
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
-from hf_vanilla.convert import ConversionError, to_marian
-from hf_vanilla.modeling_vanilla import VanillaPointerGenerator, sinusoidal_positions
 
 FLOAT32_EPS = torch.finfo(torch.float32).eps
 

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from runs import RECIPES, WMT_SAMPLE, recipe, require, wmt_args
 from safetensors.torch import load_file
-from tolerances import rounding_tolerance, transformer_sums
 from transformers import AutoTokenizer
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
@@ -24,6 +22,9 @@ from hf_vanilla.parsing import parse_tree
 from hf_vanilla.tokenization import TokenizerMismatch
 from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.preflight import PreflightError
+
+from runs import RECIPES, WMT_SAMPLE, recipe, require, wmt_args
+from tolerances import rounding_tolerance, transformer_sums
 
 RESULT_KEYS = {
     "sacrebleu",

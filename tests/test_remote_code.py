@@ -4,6 +4,7 @@ the package does: the reversal model's greedy and beam decodings of a padded bat
 import json
 
 import torch
+
 from remote_loader import run_loader
 from reversal import assert_varied, decoded, reversal_batch
 

@@ -9,8 +9,6 @@ import pytest
 import torch
 from nltk.stem.porter import PorterStemmer
 from rouge_score import rouge_scorer
-from runs import SHARED_DATA, require
-from tolerances import rounding_tolerance
 
 from hf_vanilla.data.summaries import load_summarization_corpus
 from hf_vanilla.evaluation.rouge import (
@@ -22,6 +20,9 @@ from hf_vanilla.evaluation.rouge import (
     rouge_scores,
     sentence_lines,
 )
+
+from runs import SHARED_DATA, require
+from tolerances import rounding_tolerance
 
 AESLC = SHARED_DATA / "aeslc" / "enron_subject_line"
 STEMMER = PorterStemmer("ORIGINAL_ALGORITHM")

@@ -7,7 +7,6 @@ import json
 import pandas as pd
 import pytest
 from datasets import Dataset, DatasetDict
-from runs import SHARED_DATA, require
 
 from hf_vanilla.data import summaries
 from hf_vanilla.data.encoding import encode_truncated_pairs
@@ -19,6 +18,8 @@ from hf_vanilla.data.summaries import (
     load_summarization_corpus,
 )
 from hf_vanilla.tokenization import train_shared_bpe
+
+from runs import SHARED_DATA, require
 
 AESLC = SHARED_DATA / "aeslc" / "enron_subject_line"
 COLUMNS = ["text", "summary", "references"]

@@ -14,7 +14,6 @@ import pytest
 import torch
 from datasets import Dataset, DatasetDict
 from huggingface_hub import ModelCard
-from runs import RECIPES, SHARED_DATA, recipe, require
 from transformers import AutoTokenizer, HfArgumentParser
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
@@ -27,6 +26,8 @@ from hf_vanilla.hub import build_hub_folder
 from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
+
+from runs import RECIPES, SHARED_DATA, recipe, require
 
 AESLC = SHARED_DATA / "aeslc" / "enron_subject_line"
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()

@@ -4,10 +4,11 @@ import itertools
 
 import numpy as np
 from datasets import Dataset
-from runs import tiny_model
 from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_vanilla.tokenization import train_shared_bpe
+
+from runs import tiny_model
 
 
 def read_lines(path, count):

@@ -4,7 +4,6 @@ import json
 
 import pytest
 import torch
-from runs import run_loop, tiny_model
 from safetensors.torch import load_file
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
@@ -14,6 +13,8 @@ from hf_vanilla.data.encoding import EncodedPairs, encode_pairs
 from hf_vanilla.tokenization import train_shared_bpe
 from hf_vanilla.training.checkpoints import average_checkpoints, list_checkpoints
 from hf_vanilla.training.schedule import inverse_sqrt_lr, paper_optimizer, paper_scheduler
+
+from runs import run_loop, tiny_model
 
 
 def test_learning_rate_follows_the_paper():
@@ -244,11 +245,12 @@ def test_an_update_reads_nothing_back_from_the_device(tmp_path, monkeypatch):
 
 def test_a_corpus_with_ids_outside_the_vocabulary_is_refused_before_training(tmp_path):
     from accelerate import Accelerator
-    from runs import run_settings
 
     from hf_vanilla.data.encoding import EncodedPairs
     from hf_vanilla.training.context import RunContext
     from hf_vanilla.training.loop import train
+
+    from runs import run_settings
 
     examples = EncodedPairs.from_lists([[5, 2], [1000, 2]], [[5, 2], [6, 2]])
     run = RunContext("test", run_settings(), Accelerator(cpu=True), tmp_path, model=tiny_model().train())

@@ -2,13 +2,14 @@
 
 import pytest
 import torch
-from runs import tiny_model
-from tolerances import assert_close_up_to_rounding
 
 from hf_vanilla.decoding import generate_texts
 from hf_vanilla.parsing import linearize_leaves, needed_repair, parse_tree, tree_from_output, tree_words
 from hf_vanilla.parsing.grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
 from hf_vanilla.tokenization import train_shared_bpe
+
+from runs import tiny_model
+from tolerances import assert_close_up_to_rounding
 
 TREES = [
     "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))",
