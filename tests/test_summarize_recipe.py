@@ -287,7 +287,8 @@ def test_presets_and_flags_resolve_to_the_settings_of_the_issue(tmp_path):
         None,
     )
     assert demo.max_steps == 3000 and demo.max_train_minutes is None and demo.token_limits == (96, 32)
-    assert demo.decoding == {} and demo.model_preset == "demo_summarization"  # the model's DECODING row decodes
+    # The model's DECODING row decodes, with the length penalty chosen on AESLC's dev.
+    assert demo.decoding == {"length_penalty": 2.0} and demo.model_preset == "demo_summarization"
     assert demo.model_overrides == {"pointer_generator": True}
     full = resolve(summarize.Arguments(preset="summarization"), SUMMARIZATION_PRESETS)
     assert full.model_preset == "summarization" and full.decoding == {}
