@@ -147,7 +147,9 @@ def test_pytest_counts_come_from_its_junit_report(tmp_path):
         "import pytest\ndef test_ok(): pass\ndef test_bad(): assert 1 == 2\n"
         "@pytest.mark.skip(reason='no')\ndef test_skipped(): pass\n"
     )
-    command = (gpu_suite.PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_three.py"))
+    # --rootdir: else pytest roots the names at the common ancestor of the file and the working directory (the clone).
+    command = (gpu_suite.PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path))
+    command = (*command, str(tmp_path / "test_three.py"))
     step = gpu_suite.Step("tests", "three tests", 60, (*command, "--junitxml", gpu_suite.JSON), "pytest")
     entry = gpu_suite.run_suite([step], tmp_path / "out", 120, HEADER)["steps"]["tests"]
     assert entry["status"] == "failed"
