@@ -23,17 +23,9 @@ from reversal import (
     train_reversal_model,
 )
 from runs import batch, tiny_model
-from tolerances import assert_close_up_to_rounding, transformer_sums
+from tolerances import assert_close_up_to_rounding, pointer_sums
 
 FLOAT32_EPS = torch.finfo(torch.float32).eps
-
-
-def pointer_sums(config, steps: int = 1) -> dict[str, int]:
-    """`transformer_sums` of a pointer-generator's log P (see `tolerances.rounding_tolerance`): 3 more sums in sequence
-    (the gate over [c_t; s_t; x_t], 3 d_model wide; the copy's scatter-add; the log of the mixture), and `steps` times
-    that depth for scores summed over decoding steps."""
-    sums = transformer_sums(config)
-    return dict(depth=(sums["depth"] + 3) * steps, width=max(sums["width"], 3 * config.d_model))
 
 
 @pytest.fixture(scope="module")

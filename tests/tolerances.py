@@ -50,3 +50,11 @@ def assert_close_up_to_rounding(
         dtype = max(actual.dtype, expected.dtype, key=lambda d: torch.finfo(d).eps)
     atol = rounding_tolerance(scale, depth=depth, width=width, dtype=dtype)
     torch.testing.assert_close(actual, expected, atol=atol, rtol=0, msg=msg)
+
+
+def pointer_sums(config, steps: int = 1) -> dict[str, int]:
+    """`transformer_sums` of a pointer-generator's log P (see `rounding_tolerance`): 3 more sums in sequence
+    (the gate over [c_t; s_t; x_t], 3 d_model wide; the copy's scatter-add; the log of the mixture), and `steps` times
+    that depth for scores summed over decoding steps."""
+    sums = transformer_sums(config)
+    return dict(depth=(sums["depth"] + 3) * steps, width=max(sums["width"], 3 * config.d_model))
