@@ -92,15 +92,15 @@ def main(argv: list[str] | None = None) -> dict:
         config = model.generation_config
         grid = {"length_penalty": [config.length_penalty]}  # no candidates given: the model's own setting, scored
     try:
-        best, rows = tune_decoding(
+        chosen, rows = tune_decoding(
             model, tokenizer, items["text"], items["references"], grid, limit, key=args.choose_by
         )
     except ValueError as error:
         sys.exit(f"error: {one_line(str(error))}")
     names = list(grid)
     print(table(rows, names))
+    best = {name: chosen[name] for name in names}
     flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in best.items())
-    chosen = next(row for row in rows if all(row[n] == v for n, v in best.items()))
     print(f"best on {len(items):,} validation items by {args.choose_by} ({chosen[args.choose_by]}): {flags}")
     record = {
         "model": args.model,

@@ -366,10 +366,15 @@ def test_two_gloo_processes_train_and_evaluate_as_one_does(corpus, tmp_path):
     assert [p["source"] for p in read_jsonl(tmp_path / "two" / "predictions.jsonl")] == [r["document"] for r in test]
 
 
+def tuning_flags(folder: Path, files: dict[str, Path]) -> list[str]:
+    """recipes/tune_summary_decoding.py's flags for the run in `folder` on the corpus `files`."""
+    data = ["--dataset", str(files["train"]), "--validation-file", str(files["dev"])]
+    return ["--model", str(folder / "final"), *data, "--text-column", "document", "--summary-column", "abstract"]
+
+
 def test_decoding_is_tuned_on_validation_alone_and_each_row_scores_as_its_own_decoding(summary_run, corpus, tmp_path):
     folder, _ = summary_run
-    flags = ["--model", str(folder / "final"), "--dataset", str(corpus["train"])]
-    flags += ["--validation-file", str(corpus["dev"]), "--text-column", "document", "--summary-column", "abstract"]
+    flags = tuning_flags(folder, corpus)
     grid = ["--length-penalty", "0.6", "2.0", "--min-new-tokens", "0", "6", "--num-beams", "2"]
     record = recipe("tune_summary_decoding").main([*flags, *grid, "--json", str(tmp_path / "tuning.json")])
     assert json.loads((tmp_path / "tuning.json").read_text()) == record
@@ -402,9 +407,7 @@ def test_decoding_is_tuned_on_validation_alone_and_each_row_scores_as_its_own_de
     ],
 )
 def test_tuning_refuses_impossible_settings_in_one_line(summary_run, corpus, grid, message, capsys):
-    folder, _ = summary_run
-    flags = ["--model", str(folder / "final"), "--dataset", str(corpus["train"]), "--max-items", "2"]
-    flags += ["--validation-file", str(corpus["dev"]), "--text-column", "document", "--summary-column", "abstract"]
+    flags = [*tuning_flags(summary_run[0], corpus), "--max-items", "2"]
     with pytest.raises(SystemExit) as stop:
         recipe("tune_summary_decoding").main([*flags, *grid])
     assert message in str(stop.value) + capsys.readouterr().err

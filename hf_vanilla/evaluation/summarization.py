@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from tqdm.auto import tqdm
 
 from ..decoding import generate_texts
-from .rouge import rouge_scores
+from .rouge import ROUGE_TYPES, rouge_scores
 
 # Where an item has several references (AESLC's dev and test: the sender's subject and three annotators'), the
 # `*_multi_reference` figures score, for each item and ROUGE type separately, the F1 of its best-matching reference
@@ -56,11 +56,15 @@ def tune_decoding(
 ) -> tuple[dict, list[dict]]:
     """Summarizes `texts` (a validation split, never the test) once for every combination of `grid`'s values
     (generate() keyword -> candidates, e.g. {"length_penalty": [0.6, 1.0], "min_new_tokens": [1, 6]}) and scores each
-    as `summarize_and_score` does. Returns (the setting with the highest `key`, the first of them on a tie; one row
-    a setting: its values and its figures, in the grid's order). A combination with min_new_tokens over
-    max_new_tokens is refused before any decoding."""
+    as `summarize_and_score` does. Returns (the row with the highest `key`, the first of them on a tie; every row, in
+    the grid's order), a row being a setting's values and its figures. A `key` that no row would have, or a
+    combination with min_new_tokens over max_new_tokens, is refused before any decoding."""
     if not grid or any(len(values) == 0 for values in grid.values()):
         raise ValueError(f"every decoding setting needs at least one value: {dict(grid)}")
+    several = any(len(r) > 1 for r in references)  # the figures summarize_and_score gives
+    figures = [*ROUGE_TYPES, *(f"{t}_multi_reference" for t in ROUGE_TYPES if several)]
+    if key not in figures:
+        raise ValueError(f"no figure {key!r} to choose by; there are {', '.join(figures)}")
     settings = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
     for setting in settings:
         shortest, longest = setting.get("min_new_tokens"), setting.get("max_new_tokens")
@@ -71,8 +75,5 @@ def tune_decoding(
         figures, _ = summarize_and_score(
             model, tokenizer, texts, references, max_source_tokens, progress=False, **setting
         )
-        if key not in figures:
-            raise ValueError(f"no figure {key!r} to choose by; there are {', '.join(figures)}")
         rows.append(setting | figures)
-    best = max(rows, key=lambda row: row[key])  # max keeps the first of equal rows
-    return {name: best[name] for name in grid}, rows
+    return max(rows, key=lambda row: row[key]), rows  # max keeps the first of equal rows

@@ -40,14 +40,18 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _mutate(module) -> None:
-    """Applies the mutation with tests/mutations.py, loaded by path (tests/ is not put on sys.path)."""
+def _mutations():
+    """tests/mutations.py, loaded by path (tests/ is not put on sys.path), once."""
     mutations = sys.modules.get("hf_vanilla_test_mutations")
     if mutations is None:
         spec = importlib.util.spec_from_file_location("hf_vanilla_test_mutations", Path(SITE).parent / "mutations.py")
         mutations = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mutations)
-    mutations.mutate(module, NAME)
+    return mutations
+
+
+def _mutate(module) -> None:
+    _mutations().mutate(module, NAME)
 
 
 def _patch_remote_code_loading(dynamic_module_utils) -> None:
@@ -70,8 +74,7 @@ def _carry_into_children() -> None:
     @functools.wraps(start)
     def __init__(self, *args, env=None, **kwargs):
         if env is not None:
-            paths = [SITE, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != SITE]]
-            env = {**env, "HF_VANILLA_MUTATION": NAME, "PYTHONPATH": os.pathsep.join(paths)}
+            env = _mutations().carrying(env, NAME)
         start(self, *args, env=env, **kwargs)
 
     subprocess.Popen.__init__ = __init__
