@@ -42,6 +42,8 @@ from hf_vanilla import PRESETS, VanillaTransformerConfig, VanillaTransformerForC
 from hf_vanilla.convert import to_marian
 from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
 
+from flag_checks import require_at_least
+
 SHARED_DATA = (
     Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
     / "wmt14-ende-sample"
@@ -410,11 +412,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", help="Also write the figures here (rewritten after each model).")
     parser.add_argument("--record", action="store_true", help="Also write benchmarks/results/<date>-<device>.json.")
     args = parser.parse_args(argv)
-    for name in ("vocab_size", "batch_size", "length", "train_steps", "new_tokens", "repeats"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if args.vocab_size < 4:
-        parser.error(f"--vocab-size must be at least 4 (3 special tokens), got {args.vocab_size}")
+    counts = dict.fromkeys(("batch_size", "length", "train_steps", "new_tokens", "repeats"), 1)
+    require_at_least(parser, args, {"vocab_size": 4, **counts})  # a vocabulary holds the 3 special tokens and more
     if args.loss_chunk_tokens < 0:
         parser.error(f"--loss-chunk-tokens must not be negative, got {args.loss_chunk_tokens}")
     if args.decode_compile_backend and args.cache != "static":

@@ -33,6 +33,8 @@ import torch
 from hf_vanilla import PRESETS, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.training.schedule import paper_optimizer, paper_scheduler
 
+from flag_checks import require_at_least
+
 PAD, BOS, EOS = 0, 1, 2
 PRECISIONS = ("fp32", "bf16")
 
@@ -113,13 +115,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--every", type=int, default=20, help="Print the curves every this many updates.")
     parser.add_argument("--json", help="Write the curves and summary here.")
     args = parser.parse_args(argv)
-    for name in ("steps", "batch_size", "warmup", "every"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if args.max_length < 8:
-        parser.error(f"--max-length must be at least 8, got {args.max_length}")
-    if args.vocab_size < 4:
-        parser.error(f"--vocab-size must be at least 4 (3 special tokens), got {args.vocab_size}")
+    counts = dict.fromkeys(("steps", "batch_size", "warmup", "every"), 1)
+    require_at_least(parser, args, {**counts, "max_length": 8, "vocab_size": 4})  # 4: the 3 special tokens and more
     return args
 
 

@@ -27,6 +27,8 @@ from tqdm.auto import tqdm
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.batching import TokenBudgetBatchSampler
 
+from flag_checks import require_at_least
+
 PAD, BOS, EOS = 0, 1, 2
 SOURCE_LENGTHS, TARGET_LENGTHS = (120, 400), (10, 60)
 MODELS = ("plain", "pointer-generator")
@@ -139,8 +141,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.parts = [p for p in args.parts.split(",") if p]
     if not args.parts or set(args.parts) - {"train", "decode"}:
         parser.error(f"--parts takes train, decode or both, got {','.join(args.parts)!r}")
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
+    require_at_least(parser, args, {"repeats": 1})
     return args
 
 

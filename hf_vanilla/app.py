@@ -34,6 +34,7 @@ except ImportError as error:
 from .attention_plots import attention_maps, attention_png, p_gen_figure  # noqa: E402
 from .decoding import (  # noqa: E402
     ModelLoadError,
+    check_length_bounds,
     generate_texts,
     load_for_decoding,
     one_line,
@@ -214,11 +215,10 @@ def summarize(model: DemoModel, max_input_tokens: int):
         progress(0.0, desc="loading the model")
         network, tokenizer = _loaded(model)
         document = checked_input(text, tokenizer, max_input_tokens, "a document to summarize")
-        if int(min_length) > int(max_length):
-            raise gr.Error(
-                f"The minimum length ({int(min_length)}) is over the maximum ({int(max_length)}).",
-                print_exception=False,
-            )
+        try:
+            check_length_bounds(network, int(min_length), int(max_length))
+        except ValueError as error:
+            raise gr.Error(f"No summary fits: {error}. Lower the minimum length.", print_exception=False) from None
         limit = recorded_input_limit(tokenizer)
         length = len(tokenizer(document, verbose=False)["input_ids"])
         note = ""

@@ -189,7 +189,7 @@ def _summarize(args: argparse.Namespace) -> None:
     """One summary a line for each document a line. A document over the input limit (`_summary_input_limit`) is
     cut to its first tokens, with a warning, where `translate` skips an over-long sentence: the beginning of a
     document still has a summary (and training documents are cut the same way), half a sentence has no translation."""
-    from .decoding import generate_texts, one_line
+    from .decoding import check_length_bounds, generate_texts, one_line
 
     for name, least in (("num_beams", 1), ("max_length", 1), ("max_input_tokens", 2), ("min_length", 0)):
         if getattr(args, name) is not None and getattr(args, name) < least:
@@ -203,10 +203,10 @@ def _summarize(args: argparse.Namespace) -> None:
         other = "parse" if task == "parsing" else "translate"
         raise _fail(f"{args.model} is a {task} model, not a summarizer; use `hf-vanilla {other}`")
     flags = _decoding_flags(args)
-    shortest = flags.get("min_new_tokens", model.generation_config.min_new_tokens) or 0
-    longest = flags.get("max_new_tokens", model.generation_config.max_new_tokens)
-    if longest is not None and shortest > longest:
-        raise _fail(f"summaries of at least {shortest} and at most {longest} tokens: set --min-length <= --max-length")
+    try:
+        check_length_bounds(model, flags.get("min_new_tokens"), flags.get("max_new_tokens"))
+    except ValueError as error:
+        raise _fail(f"{error}: set --min-length <= --max-length") from None
     limit, origin = _summary_input_limit(args, tokenizer)
     lengths = [len(tokenizer(line, verbose=False)["input_ids"]) if line.strip() else 0 for line in lines]
     _warn_lines(

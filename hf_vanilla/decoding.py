@@ -41,6 +41,15 @@ def recorded_input_limit(tokenizer) -> int | None:
     return int(limit) if limit is not None and 0 < limit < VERY_LARGE_INTEGER else None
 
 
+def check_length_bounds(model, min_new_tokens: int | None = None, max_new_tokens: int | None = None) -> None:
+    """Refuses an empty range of summary lengths, the bounds not given being the model's own (its generation
+    config): ValueError "summaries of at least M and at most N tokens", for the caller to word in its own flags."""
+    shortest = model.generation_config.min_new_tokens if min_new_tokens is None else min_new_tokens
+    longest = model.generation_config.max_new_tokens if max_new_tokens is None else max_new_tokens
+    if longest is not None and (shortest or 0) > longest:
+        raise ValueError(f"summaries of at least {shortest} and at most {longest} tokens")
+
+
 def generate_texts(
     model,
     tokenizer,

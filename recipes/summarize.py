@@ -25,7 +25,7 @@ from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.summaries import SIDES, as_pairs, load_summarization_corpus
 from hf_vanilla.evaluation.summarization import summarize_and_score
 from hf_vanilla.training.arguments import RunSettings, setting
-from hf_vanilla.training.collectives import agreed_failure, one_line
+from hf_vanilla.training.collectives import agreed_failure, error_line
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
 from hf_vanilla.training.run import (
@@ -84,7 +84,9 @@ def check_model_options(settings: Arguments) -> None:
         try:
             VanillaTransformerConfig.from_preset(settings.model_preset, **settings.model_overrides)
         except ValueError as error:
-            raise PreflightError(f"--preset {settings.preset}'s model with these flags: {one_line(error)}") from error
+            raise PreflightError(
+                f"--preset {settings.preset}'s model with these flags: {error_line(error)}"
+            ) from error
         return
     try:
         copies = VanillaTransformerConfig.from_pretrained(settings.init_from).pointer_generator
@@ -121,7 +123,7 @@ def main(args: Arguments) -> dict:
 
     # Data, and everything that can be checked before the first update.
     for main_turn in (True, False):  # the main process first (it prepares the datasets cache), then the others
-        with agreed_failure(run.accelerator, PreflightError, catch=(ValueError, OSError), describe=one_line):
+        with agreed_failure(run.accelerator, PreflightError, catch=(ValueError, OSError), describe=error_line):
             if run.is_main_process == main_turn:
                 corpus = load_summarization_corpus(
                     dataset,

@@ -18,8 +18,9 @@ import sys
 from summarize import DEMO_CORPUS
 
 from hf_vanilla.data.summaries import load_summarization_corpus
-from hf_vanilla.decoding import ModelLoadError, load_for_decoding, one_line, recorded_input_limit
+from hf_vanilla.decoding import ModelLoadError, load_for_decoding, recorded_input_limit
 from hf_vanilla.evaluation.summarization import tune_decoding
+from hf_vanilla.training.collectives import error_line
 
 # flag -> (generate()'s keyword, type, least value)
 GRID_FLAGS = {
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
             args.dataset, args.text_column, args.summary_column, args.validation_file, None
         )
     except (ModelLoadError, ValueError, OSError) as error:
-        sys.exit(f"error: {one_line(str(error))}")
+        sys.exit(f"error: {error_line(error)}")
     if "validation" not in corpus:
         sys.exit(f"error: {args.dataset} has no validation split to tune on (give --validation-file)")
     items = corpus["validation"]
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> dict:
             model, tokenizer, items["text"], items["references"], grid, limit, key=args.choose_by
         )
     except ValueError as error:
-        sys.exit(f"error: {one_line(str(error))}")
+        sys.exit(f"error: {error_line(error)}")
     names = list(grid)
     print(table(rows, names))
     best = {name: chosen[name] for name in names}

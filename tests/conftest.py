@@ -1,4 +1,10 @@
-"""Shared fixtures: the real data in ../shared/data (skipped with a reason where it is absent), the reversal model,
+"""Layout: a test about one module of a subpackage sits in the folder that mirrors it (`training/test_checkpoints.py`
+tests `hf_vanilla/training/checkpoints.py`; `test_layering.py` checks it); a top-level module's tests are named for it
+(`test_modeling.py`, `test_cli.py`, ...); guarantees that span the package have their own files (`test_kills.py`,
+`test_no_pickle.py`, `test_wheel.py`, `test_hostile_input.py`, `test_remote_code.py`, `test_mutations.py`, ...), and
+the recipes' runs are `test_recipes.py` and `test_summarize_recipe.py`.
+
+Shared fixtures: the real data in ../shared/data (skipped with a reason where it is absent), the reversal model,
 and short real runs of both recipes. The functions behind them are in `runs.py`, `reversal.py` and the other
 modules beside it."""
 

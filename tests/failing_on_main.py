@@ -1,5 +1,5 @@
 """A torchrun worker in which the main process alone fails in a step that the other processes wait on, for
-tests/test_agreed_failures.py:
+tests/training/test_collectives.py:
 
     torchrun --nproc_per_node 2 tests/failing_on_main.py SCENARIO OUTPUT_DIR [recipe flags]
 

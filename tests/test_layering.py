@@ -35,3 +35,17 @@ def test_base_modules_import_nothing_from_the_training_library():
         if name == "hf_vanilla.training" or name.startswith("hf_vanilla.training.")
     }
     assert not upward, upward
+
+
+def test_tests_in_a_folder_mirror_a_module_of_the_package():
+    """tests/SUB/test_NAME.py tests hf_vanilla/SUB/NAME.py: a test about one module of a subpackage sits in the folder
+    that mirrors it (guarantees that span the package, and tests of top-level modules, stay in tests/)."""
+    tests = Path(__file__).resolve().parent
+    nested = list(tests.glob("*/test_*.py"))
+    assert len(nested) > 10
+    orphans = [
+        str(path.relative_to(tests))
+        for path in nested
+        if not (PACKAGE / path.parent.name / f"{path.stem.removeprefix('test_')}.py").is_file()
+    ]
+    assert not orphans, orphans

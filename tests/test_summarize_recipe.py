@@ -401,7 +401,8 @@ def test_decoding_is_tuned_on_validation_alone_and_each_row_scores_as_its_own_de
 @pytest.mark.parametrize(
     "grid, message",
     [
-        (["--min-new-tokens", "9", "--max-new-tokens", "4"], "min_new_tokens 9 over max_new_tokens 4"),
+        (["--min-new-tokens", "9", "--max-new-tokens", "4"], "summaries of at least 9 and at most 4 tokens"),
+        (["--min-new-tokens", "9"], "summaries of at least 9 and at most 8 tokens"),  # the model's own max: 8
         (["--num-beams", "0"], "--num-beams values must be at least 1"),
         (["--choose-by", "bleu"], "no figure 'bleu' to choose by"),
     ],

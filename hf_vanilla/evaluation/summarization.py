@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
-from ..decoding import generate_texts
+from ..decoding import check_length_bounds, generate_texts
 from .rouge import ROUGE_TYPES, rouge_scores
 
 # Where an item has several references (AESLC's dev and test: the sender's subject and three annotators'), the
@@ -58,7 +58,8 @@ def tune_decoding(
     (generate() keyword -> candidates, e.g. {"length_penalty": [0.6, 1.0], "min_new_tokens": [1, 6]}) and scores each
     as `summarize_and_score` does. Returns (the row with the highest `key`, the first of them on a tie; every row, in
     the grid's order), a row being a setting's values and its figures. A `key` that no row would have, or a
-    combination with min_new_tokens over max_new_tokens, is refused before any decoding."""
+    combination whose min_new_tokens is over its max_new_tokens (the model's own where the grid has none), is
+    refused before any decoding."""
     if not grid or any(len(values) == 0 for values in grid.values()):
         raise ValueError(f"every decoding setting needs at least one value: {dict(grid)}")
     several = any(len(r) > 1 for r in references)  # the figures summarize_and_score gives
@@ -67,9 +68,7 @@ def tune_decoding(
         raise ValueError(f"no figure {key!r} to choose by; there are {', '.join(figures)}")
     settings = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
     for setting in settings:
-        shortest, longest = setting.get("min_new_tokens"), setting.get("max_new_tokens")
-        if shortest is not None and longest is not None and shortest > longest:
-            raise ValueError(f"min_new_tokens {shortest} over max_new_tokens {longest}")
+        check_length_bounds(model, setting.get("min_new_tokens"), setting.get("max_new_tokens"))
     rows = []
     for setting in tqdm(settings, desc="decoding settings", disable=not progress):
         figures, _ = summarize_and_score(

@@ -31,7 +31,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from .collectives import agreed_failure, one_line
+from .collectives import agreed_failure, error_line
 
 PREFIX = "checkpoint-"
 STATE_FILE = "trainer_state.json"
@@ -71,7 +71,7 @@ def _agreed(accelerator: Accelerator, what: str):
     def describe(error: BaseException) -> str:
         if isinstance(error, SafetensorError):  # safetensors' own writer reports I/O errors so
             return str(error).removeprefix("Error while serializing: ")
-        return error.strerror if isinstance(error, OSError) and error.strerror else one_line(error)
+        return error.strerror if isinstance(error, OSError) and error.strerror else error_line(error)
 
     return agreed_failure(accelerator, CheckpointError, what, catch=(OSError, SafetensorError), describe=describe)
 

@@ -31,7 +31,7 @@ def broadcast_value(accelerator: Accelerator, value):
     return holder[0]
 
 
-def one_line(error: BaseException) -> str:
+def error_line(error: BaseException) -> str:
     """`error` in one line: an OSError's reason (and file), otherwise the first line of its message (or its type)."""
     if isinstance(error, OSError) and error.strerror:
         files = " -> ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
@@ -46,7 +46,7 @@ def agreed_failure(
     error_type: type[Exception],
     what: str = "",
     catch: tuple[type[BaseException], ...] = (Exception,),
-    describe: Callable[[BaseException], str] = one_line,
+    describe: Callable[[BaseException], str] = error_line,
 ):
     """Runs the block on every process (typically work of the main process alone, followed by a collective), then
     agrees on how it went: an exception inside the block on any process is raised on every process, after all of them
@@ -67,7 +67,7 @@ def agreed_failure(
     except Exception as error:  # every exception is agreed on; the unexpected ones are re-raised below
         failure = error
         expected = isinstance(error, catch)
-        text = describe(error) if expected else f"{type(error).__name__}: {one_line(error)}"
+        text = describe(error) if expected else f"{type(error).__name__}: {error_line(error)}"
         if not expected:
             text += f" (process {accelerator.process_index} shows its traceback)"
         problem = f"{what}: {text}" if what else text

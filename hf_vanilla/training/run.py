@@ -64,7 +64,7 @@ from ..tokenization import (
 from .accelerator import create_accelerator
 from .arguments import RunSettings, resolve
 from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
-from .collectives import StepError, agreed_failure, broadcast_value, one_line
+from .collectives import StepError, agreed_failure, broadcast_value, error_line
 from .context import RunContext, TrainingResult
 from .loop import train
 from .preflight import (
@@ -200,7 +200,7 @@ def prepare_shared_tokenizer(
     folder = Path(output_dir) / "tokenizer"
 
     def describe(error: BaseException) -> str:
-        return str(error) if isinstance(error, TokenizerMismatch) else f"cannot write {folder}: {one_line(error)}"
+        return str(error) if isinstance(error, TokenizerMismatch) else f"cannot write {folder}: {error_line(error)}"
 
     with agreed_failure(accelerator, TokenizerMismatch, catch=(TokenizerMismatch, OSError), describe=describe):
         if accelerator.is_main_process:

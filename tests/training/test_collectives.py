@@ -17,7 +17,7 @@ from hf_vanilla.training.collectives import StepError, agreed_failure
 
 from runs import tiny_recipe_flags
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def launch(scenario: str, output_dir: Path, *flags: str) -> subprocess.CompletedProcess:

@@ -1,6 +1,7 @@
-"""Checkpoints under faults: a corrupted or truncated newest checkpoint is reported in one line and the previous one
-resumed (ending bit-identical to an uninterrupted run), averaging refuses a corrupted input by name, and a save that
-fails for lack of space leaves the earlier checkpoints intact and stops the run with one clear line."""
+"""Checkpoints (`hf_vanilla.training.checkpoints`): averaging gives the mean; under faults, a corrupted or truncated
+newest checkpoint is reported in one line and the previous one resumed (ending bit-identical to an uninterrupted
+run), averaging refuses a corrupted input by name, and a save that fails for lack of space leaves the earlier
+checkpoints intact and stops the run with one clear line."""
 
 import errno
 import json
@@ -14,11 +15,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
+from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.training import checkpoints
-from hf_vanilla.training.checkpoints import CheckpointError, list_checkpoints, verify_checkpoint
+from hf_vanilla.training.checkpoints import CheckpointError, average_checkpoints, list_checkpoints, verify_checkpoint
 
-from runs import run_loop, tiny_recipe
+from runs import run_loop, tiny_model, tiny_recipe
 
 
 def truncate(path: Path) -> None:
@@ -130,3 +133,19 @@ def test_a_real_file_size_limit_stops_the_recipe_with_one_line(tmp_path):
     for checkpoint in list_checkpoints(output_dir):
         verify_checkpoint(checkpoint)
     assert json.loads((list_checkpoints(output_dir)[0] / "trainer_state.json").read_text())["step"] == 3
+
+
+def test_averaging_checkpoints_gives_the_mean_and_a_loadable_model(tmp_path):
+    folders = []
+    for value in (1.0, 2.0, 6.0):
+        model = tiny_model()
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.fill_(value)
+        model.save_pretrained(tmp_path / f"m{value}")
+        folders.append(tmp_path / f"m{value}")
+    averaged = average_checkpoints(folders, tmp_path / "avg")
+    weights = load_file(str(averaged / "model.safetensors"))
+    assert all(torch.all(t == 3.0) for t in weights.values())
+    loaded = VanillaTransformerForConditionalGeneration.from_pretrained(averaged)
+    assert float(loaded.lm_head.weight.detach()[5, 5]) == 3.0
