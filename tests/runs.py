@@ -16,6 +16,7 @@ SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resol
 WMT_SAMPLE = SHARED_DATA / "wmt14-ende-sample"
 NLTK_DATA = SHARED_DATA / "nltk_data"
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def require(path: Path) -> Path:
@@ -27,8 +28,18 @@ def require(path: Path) -> Path:
 
 def recipe(name: str):
     """A recipe script (`recipes/NAME.py`) as a module."""
-    if str(RECIPES) not in sys.path:
-        sys.path.insert(0, str(RECIPES))
+    return _script(RECIPES, name)
+
+
+def benchmark(name: str):
+    """A benchmark script (`benchmarks/NAME.py`) as a module."""
+    return _script(BENCHMARKS, name)
+
+
+def _script(folder: Path, name: str):
+    """`folder/NAME.py` as a module, its folder on sys.path as when it runs (for its sibling imports)."""
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
     return importlib.import_module(name)
 
 

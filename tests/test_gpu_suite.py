@@ -5,18 +5,13 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
+from runs import BENCHMARKS, benchmark
 
-import compare_marian  # noqa: E402
-import gpu_suite  # noqa: E402
-import loss_curves  # noqa: E402
+compare_marian, gpu_suite, loss_curves = (benchmark(name) for name in ("compare_marian", "gpu_suite", "loss_curves"))
 
 HEADER = {
     "schema": gpu_suite.SCHEMA,

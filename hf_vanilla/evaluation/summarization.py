@@ -17,6 +17,13 @@ MULTI_REFERENCE_RULE = (
 )
 
 
+def figure_names(references: list[list[str]]) -> list[str]:
+    """The ROUGE figures `summarize_and_score` gives against `references` (eval_items aside): the four F1 against
+    the first reference and, where some item has several references, the same four as `*_multi_reference`."""
+    several = any(len(r) > 1 for r in references)
+    return [*ROUGE_TYPES, *(f"{t}_multi_reference" for t in ROUGE_TYPES if several)]
+
+
 def summarize_and_score(
     model,
     tokenizer,
@@ -36,10 +43,11 @@ def summarize_and_score(
     predictions = generate_texts(
         model, tokenizer, texts, progress=progress, max_source_tokens=max_source_tokens, **generate_kwargs
     )
-    figures = {k: round(v, 2) for k, v in rouge_scores(predictions, [r[0] for r in references]).items()}
-    if any(len(r) > 1 for r in references):
-        multi = rouge_scores(predictions, references)
-        figures.update({f"{k}_multi_reference": round(v, 2) for k, v in multi.items()})
+    names = figure_names(references)
+    scores = rouge_scores(predictions, [r[0] for r in references])
+    if len(names) > len(scores):  # some item has several references: each item's best one too
+        scores |= {f"{t}_multi_reference": v for t, v in rouge_scores(predictions, references).items()}
+    figures = {name: round(scores[name], 2) for name in names}
     figures["eval_items"] = len(texts)
     return figures, predictions
 
@@ -62,8 +70,7 @@ def tune_decoding(
     refused before any decoding."""
     if not grid or any(len(values) == 0 for values in grid.values()):
         raise ValueError(f"every decoding setting needs at least one value: {dict(grid)}")
-    several = any(len(r) > 1 for r in references)  # the figures summarize_and_score gives
-    figures = [*ROUGE_TYPES, *(f"{t}_multi_reference" for t in ROUGE_TYPES if several)]
+    figures = figure_names(references)
     if key not in figures:
         raise ValueError(f"no figure {key!r} to choose by; there are {', '.join(figures)}")
     settings = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
