@@ -13,8 +13,10 @@ to its tab. Models are read (config only) when the app is built and loaded on th
 queued; a bad one (empty or over-long input, a model that cannot load) shows one message and the app keeps serving.
 Needs the `app` extra: pip install 'hf-vanilla[app]'."""
 
+import errno
 import io
 import os
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from .attention_plots import attention_maps, attention_png, p_gen_figure  # noqa
 from .decoding import (  # noqa: E402
     ModelLoadError,
     check_length_bounds,
+    check_model_path,
     generate_texts,
     load_for_decoding,
     one_line,
@@ -71,6 +74,7 @@ class DemoModel:
 
         from . import VanillaTransformerConfig  # noqa: F401  (registers the model with the Auto classes)
 
+        check_model_path(name)
         try:
             config = AutoConfig.from_pretrained(name)
         except (OSError, ValueError) as error:
@@ -125,13 +129,13 @@ def _loaded(model: DemoModel) -> tuple:
         raise gr.Error(f"The model could not be loaded: {error}", print_exception=False) from None
 
 
-def _png(maps, layer: int, head: int):
+def _png(maps, layer: float, head: float):
     """The cross-attention heatmap of `maps` (layer and head from 1; 0 for the mean) as an image, None without maps."""
     from PIL import Image
 
     if maps is None:
         return None
-    return Image.open(io.BytesIO(attention_png(maps, "cross_attention", layer or None, head or None)))
+    return Image.open(io.BytesIO(attention_png(maps, "cross_attention", int(layer) or None, int(head) or None)))
 
 
 def translate(model: DemoModel, max_input_tokens: int):
@@ -183,9 +187,8 @@ def _p_gen_png(maps):
 
 def copy_weights(maps) -> np.ndarray:
     """How much each source token was copied into the summary: sum over summary tokens t of (1 - p_gen_t) times the
-    copy distribution a_t (the last decoder layer's cross-attention averaged over heads, as the model copies)."""
-    copy_distribution = maps.cross_attention[-1].mean(axis=0)  # (summary tokens, source tokens)
-    return (1.0 - maps.p_gen) @ copy_distribution
+    copy distribution a'_t that the model mixed (`outputs.copy_attention`)."""
+    return (1.0 - maps.p_gen) @ maps.copy_attention
 
 
 def _shaded(tokens: list[str], scores) -> list[tuple[str, float | None]]:
@@ -253,9 +256,21 @@ def _decoding_controls(model: DemoModel, prefix: str) -> tuple:
     return num_beams, length_penalty
 
 
+def _cleared(count: int) -> Callable[[], tuple]:
+    """A function giving `count` empty outputs: a tab's answer is cleared when a request starts, so that an error
+    never leaves the previous answer (or its note) on the page."""
+    return lambda: (None,) * count
+
+
+def _answer(triggers: list, work: Callable, inputs: list, outputs: list, prefix: str) -> None:
+    """`work(inputs) -> outputs` on `triggers`, the outputs cleared first; the API endpoint is `work` alone, named
+    after the tab."""
+    cleared = gr.on(triggers, _cleared(len(outputs)), None, outputs, queue=False, api_visibility="private")
+    cleared.then(work, inputs, outputs, api_name=prefix.replace("-", "_"), concurrency_id=prefix)
+
+
 def _translate_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
-    layers = [("mean of layers", 0)] + [(f"layer {i}", i) for i in range(1, model.config.decoder_layers + 1)]
-    heads = [("mean of heads", 0)] + [(f"head {i}", i) for i in range(1, model.config.num_attention_heads + 1)]
+    layers, heads = model.config.decoder_layers, model.config.num_attention_heads
     with gr.Row():
         with gr.Column():
             source = gr.Textbox(label="Source sentence", lines=3, elem_id=f"{prefix}-input")
@@ -263,20 +278,16 @@ def _translate_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
             button = gr.Button("Translate", variant="primary", elem_id=f"{prefix}-button")
         with gr.Column():
             translation = gr.Textbox(label="Translation", interactive=False, elem_id=f"{prefix}-output")
-            with gr.Row():
-                layer = gr.Dropdown(layers, value=0, label="Layer", elem_id=f"{prefix}-layer")
-                head = gr.Dropdown(heads, value=0, label="Head", elem_id=f"{prefix}-head")
+            with gr.Row():  # numbers (as the API takes them), 0 for the mean
+                layer = gr.Slider(
+                    0, layers, value=0, step=1, label="Layer (0: mean of layers)", elem_id=f"{prefix}-layer"
+                )
+                head = gr.Slider(0, heads, value=0, step=1, label="Head (0: mean of heads)", elem_id=f"{prefix}-head")
             heatmap = gr.Image(label="Cross-attention", type="pil", format="png", elem_id=f"{prefix}-heatmap")
     maps = gr.State(None)
     inputs = [source, num_beams, length_penalty, layer, head]
-    outputs = [translation, heatmap, maps]
-    gr.on(
-        [button.click, source.submit],
-        translate(model, max_input_tokens),
-        inputs,
-        outputs,
-        api_name=prefix.replace("-", "_"),
-        concurrency_id=prefix,
+    _answer(
+        [button.click, source.submit], translate(model, max_input_tokens), inputs, [translation, heatmap, maps], prefix
     )
     for chooser in (layer, head):
         chooser.change(_png, [maps, layer, head], heatmap, queue=False, api_visibility="private")
@@ -291,17 +302,10 @@ def _parse_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
             button = gr.Button("Parse", variant="primary", elem_id=f"{prefix}-button")
         with gr.Column():
             tree = gr.Textbox(label="Tree", interactive=False, elem_id=f"{prefix}-output")
-            note = gr.Markdown(elem_id=f"{prefix}-note")
-    drawing = gr.HTML(elem_id=f"{prefix}-drawing")
+            note = gr.Markdown(label="Note", elem_id=f"{prefix}-note")
+    drawing = gr.HTML(label="Tree drawing", elem_id=f"{prefix}-drawing")
     inputs, outputs = [words, num_beams, length_penalty, grammar], [tree, drawing, note]
-    gr.on(
-        [button.click, words.submit],
-        parse(model, max_input_tokens),
-        inputs,
-        outputs,
-        api_name=prefix.replace("-", "_"),
-        concurrency_id=prefix,
-    )
+    _answer([button.click, words.submit], parse(model, max_input_tokens), inputs, outputs, prefix)
 
 
 def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
@@ -339,7 +343,7 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
             button = gr.Button("Summarize", variant="primary", elem_id=f"{prefix}-button")
         with gr.Column():
             summary = gr.Textbox(label="Summary", interactive=False, elem_id=f"{prefix}-output")
-            note = gr.Markdown(elem_id=f"{prefix}-note")
+            note = gr.Markdown(label="Note", elem_id=f"{prefix}-note")
             copied = gr.HighlightedText(
                 label="Copied from the document: each summary token shaded by 1 - p_gen",
                 visible=pointer,
@@ -358,14 +362,7 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
                 elem_id=f"{prefix}-p-gen",
             )
     inputs = [document, num_beams, length_penalty, no_repeat, min_length, max_length]
-    gr.on(
-        [button.click],
-        summarize(model, max_input_tokens),
-        inputs,
-        [summary, copied, sources, bars, note],
-        api_name=prefix.replace("-", "_"),
-        concurrency_id=prefix,
-    )
+    _answer([button.click], summarize(model, max_input_tokens), inputs, [summary, copied, sources, bars, note], prefix)
 
 
 # A model's task (`config.decoding`) -> its tab's title and builder. A new task's tab is one entry here.
@@ -409,10 +406,37 @@ def launch(
     host: str | None = None,
     port: int | None = None,
     max_input_tokens: int = MAX_INPUT_TOKENS,
+    share: bool = False,
     **launch_kwargs,
 ):
     """Builds the demo of `models` and serves it (blocking unless `prevent_thread_lock=True`) on `host`:`port`
-    (Gradio's defaults, 127.0.0.1:7860, or a Space's, when None)."""
+    (Gradio's defaults, 127.0.0.1:7860, or a Space's, when None), with a public gradio.live link too when `share`.
+    A port already in use is a ValueError in one line, before the models are read."""
+    if port is not None:
+        check_port(host or "127.0.0.1", port)
     demo = build_app(models, max_input_tokens)
-    demo.launch(server_name=host, server_port=port, theme=THEME, show_error=True, ssr_mode=False, **launch_kwargs)
+    demo.launch(
+        server_name=host,
+        server_port=port,
+        theme=THEME,
+        show_error=True,
+        ssr_mode=False,
+        share=share,
+        # Gradio's own lines speak of launch()'s arguments; the one line below speaks of the CLI's flags.
+        **{"quiet": True, **launch_kwargs},
+    )
+    public = f" and {demo.share_url}" if share and demo.share_url else " (--share: a public link too)"
+    print(f"serving the demo on {demo.local_url}{public}; Ctrl-C stops it", flush=True)
     return demo
+
+
+def check_port(host: str, port: int) -> None:
+    """ValueError "port P is in use: choose another --port" unless `port` can be bound on `host`."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise ValueError(f"port {port} is in use: choose another --port") from None
+            raise ValueError(f"cannot serve on {host}:{port}: {error.strerror}") from None

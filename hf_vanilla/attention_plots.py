@@ -25,7 +25,8 @@ class AttentionMaps:
     """The weights of one pair, each (layers, heads, queries, keys): encoder self-attention over the source
     tokens, decoder self-attention over the decoder tokens, cross-attention from decoder to source tokens. For a
     pointer-generator, `p_gen` (one value per decoder position) is the probability that `target_tokens` (what each
-    position predicts: the target with its </s>) came from the vocabulary rather than from copying; else None."""
+    position predicts: the target with its </s>) came from the vocabulary rather than from copying, and
+    `copy_attention` (decoder positions x source tokens) the distribution it copied with; else None."""
 
     source_tokens: list[str]
     decoder_tokens: list[str]
@@ -34,6 +35,7 @@ class AttentionMaps:
     cross_attention: np.ndarray
     target_tokens: list[str] | None = None
     p_gen: np.ndarray | None = None
+    copy_attention: np.ndarray | None = None
 
     def axes(self, kind: str) -> tuple[list[str], list[str]]:
         """(row labels, column labels) of `kind`."""
@@ -92,11 +94,13 @@ def attention_maps(
         cross_attention=stacked(outputs.cross_attentions),
         target_tokens=_labels(tokenizer, target_ids) if outputs.p_gen is not None else None,
         p_gen=outputs.p_gen[0].float().cpu().numpy() if outputs.p_gen is not None else None,
+        copy_attention=outputs.copy_attention[0].float().cpu().numpy() if outputs.p_gen is not None else None,
     )
 
 
 def _heatmap(axis, matrix: np.ndarray, rows: list[str], columns: list[str], title: str) -> None:
-    axis.imshow(matrix, cmap="viridis", vmin=0.0, vmax=max(float(matrix.max()), 1e-6), aspect="auto")
+    image = axis.imshow(matrix, cmap="viridis", vmin=0.0, vmax=max(float(matrix.max()), 1e-6), aspect="auto")
+    axis.figure.colorbar(image, ax=axis, shrink=0.8, label="attention weight")
     size = 8 if max(len(rows), len(columns)) <= 24 else max(3, 190 // max(len(rows), len(columns)))
     axis.set_xticks(range(len(columns)), columns, rotation=90, fontsize=size)
     axis.set_yticks(range(len(rows)), rows, fontsize=size)

@@ -179,7 +179,14 @@ def render_model_card(
     task = _check_results(results)
     training = results["training_preset"]
     model_name = repo_id.split("/")[-1]
-    optional = {"eval_only": False, "init_from": None, "best_step": None, "best_valid_loss": None}
+    optional = {
+        "eval_only": False,
+        "init_from": None,
+        "best_step": None,
+        "best_valid_loss": None,
+        "lowercase": False,
+        "copyable": None,
+    }
     context = {
         **optional,
         **results,
@@ -193,6 +200,8 @@ def render_model_card(
         "tokens_per_second": f"{results['train_tokens_per_second']:,.0f}",
         "parameters": f"{results['parameters'] / 1e6:.1f}M",
         "reproducibility": REPRODUCIBILITY,
+        "final_model_text": _final_model_text(results),
+        "best_text": _best_text(results),
     }
     if task == "translation":
         context.update(
@@ -211,6 +220,7 @@ def render_model_card(
             limits=corpus["limits"],
             example=corpus["example"],
             truncation_summary=_truncation_summary(results["truncated"], results["eval_split"]),
+            copyable_text=_copyable_text(results.get("copyable") or {}, results["eval_split"]),
             multi_reference_rule=MULTI_REFERENCE_RULE,
         )
     else:
@@ -359,6 +369,41 @@ def summarization_corpus(dataset: str) -> dict:
         limits="Trained on the corpus above alone; expect lower quality on other kinds of documents. Abstractive "
         "summaries can state facts the document does not support: check them against the source.",
         example="The city council approved the new budget on Tuesday after a long debate about school funding.",
+    )
+
+
+def _best_text(results: dict) -> str:
+    """The card's line on the best validation (`best/`): by which figure, its value, at which update."""
+    metric = results.get("best_checkpoint_metric") or "loss"
+    if metric == "loss":
+        return (
+            f"Best validation loss {results.get('best_valid_loss')} (label-smoothed, per target token) at update "
+            f"{results.get('best_step')}"
+        )
+    items = results["training_preset"].get("eval_metric_sentences")
+    return (
+        f"Best validation {metric} {results.get('best_value')} (greedy decodings of {items} validation items) at "
+        f"update {results.get('best_step')}"
+    )
+
+
+def _final_model_text(results: dict) -> str:
+    """What the final (tested, published) model is: the best validation's checkpoint, or an average."""
+    if results.get("final_model") == "best":
+        metric = results.get("best_checkpoint_metric") or "loss"
+        return f"the checkpoint of update {results.get('best_step')}, the best on validation by {metric}"
+    names = results.get("averaged_checkpoints") or []
+    return f"the average of {len(names)} checkpoint(s) ({', '.join(names)})"
+
+
+def _copyable_text(copyable: dict, eval_split: str) -> str:
+    """How much of the summaries the (truncated) documents hold, the ceiling of copying."""
+    shown = [(split, copyable[split]) for split in ("train", "evaluation") if split in copyable]
+    return "; ".join(
+        f"{counts['summary_tokens_in_source']}% of the {eval_split if split == 'evaluation' else split} summaries' "
+        f"tokens occur in their document as the model reads it (the first token of {counts['first_token_in_source']}% "
+        "of the summaries)"
+        for split, counts in shown
     )
 
 

@@ -1,4 +1,5 @@
-"""The `hf-vanilla` command line."""
+"""The `hf-vanilla` command line's work: each subcommand's function (`COMMANDS`), run on the flags that
+`hf_vanilla_cli.build_parser` parsed (that module imports neither torch nor transformers: `--help` is quick)."""
 
 import argparse
 import codecs
@@ -6,6 +7,10 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+from hf_vanilla_cli import SUMMARY_INPUT_TOKENS, build_parser
+
+from .flag_bounds import bound_problems
 
 
 def _fail(message: str) -> SystemExit:
@@ -100,14 +105,18 @@ def _score_evalb(args: argparse.Namespace) -> None:
         raise _fail(str(error)) from None
 
 
-def _load(model_name: str):
-    """Model and tokenizer from a folder or a Hub id, on the GPU when there is one."""
-    from .decoding import ModelLoadError, load_for_decoding
+def _load(model_name: str, task: str | None = None):
+    """Model and tokenizer from a folder or a Hub id, on the GPU when there is one; with `task`, a model trained for
+    another task is refused (one line)."""
+    from .decoding import ModelLoadError, check_task, load_for_decoding
 
     try:
-        return load_for_decoding(model_name)
+        model, tokenizer = load_for_decoding(model_name)
+        if task is not None:
+            check_task(model, model_name, task)
     except ModelLoadError as error:
         raise _fail(str(error)) from None
+    return model, tokenizer
 
 
 def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> list[str]:
@@ -119,23 +128,15 @@ def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> l
     return ["" if length > limit else text for text, length in zip(texts, lengths)]
 
 
-# summarize's own decoding flags -> generate()'s names (the lengths are the summary's, not counting </s>).
-SUMMARY_FLAGS = {
-    "no_repeat_ngram_size": "no_repeat_ngram_size",
-    "min_length": "min_new_tokens",
-    "max_length": "max_new_tokens",
-}
+# The decoding flags, named as `generate()`'s keywords (summarize's lengths are the summary's, </s> not counted).
+DECODING_FLAGS = ("num_beams", "length_penalty", "no_repeat_ngram_size", "min_new_tokens", "max_new_tokens")
 
 
 def _decoding_flags(args: argparse.Namespace) -> dict:
     """The decoding flags given on the command line, as `generate()` keywords; the others stay the model's."""
-    flags = {"num_beams": args.num_beams, "length_penalty": args.length_penalty}
-    flags.update({name: getattr(args, flag, None) for flag, name in SUMMARY_FLAGS.items()})
+    flags = {name: getattr(args, name, None) for name in DECODING_FLAGS}
     return {name: value for name, value in flags.items() if value is not None}
 
-
-# The longest document `summarize` reads, in tokens, when neither --max-input-tokens nor the model sets one.
-SUMMARY_INPUT_TOKENS = 1024
 
 
 def _summary_input_limit(args: argparse.Namespace, tokenizer) -> tuple[int, str]:
@@ -154,7 +155,7 @@ def _translate(args: argparse.Namespace) -> None:
     from .decoding import generate_texts, one_line
 
     lines = _read_lines(args.input)
-    model, tokenizer = _load(args.model)
+    model, tokenizer = _load(args.model, "translation")
     lines = _skip_long_lines(args, lines, tokenizer)
     outputs = generate_texts(
         model, tokenizer, lines, args.batch_tokens, progress=bool(args.input), **_decoding_flags(args)
@@ -166,9 +167,7 @@ def _parse(args: argparse.Namespace) -> None:
     from .decoding import parse_texts, ptb_words
 
     lines = _read_lines(args.input)
-    model, tokenizer = _load(args.model)
-    if model.config.decoding != "parsing":
-        raise _fail(f"{args.model} is a {model.config.decoding} model, not a parser; use `hf-vanilla translate`")
+    model, tokenizer = _load(args.model, "parsing")
     sentences = _skip_long_lines(args, [ptb_words(line) for line in lines], tokenizer)
     try:
         trees = parse_texts(
@@ -191,22 +190,13 @@ def _summarize(args: argparse.Namespace) -> None:
     document still has a summary (and training documents are cut the same way), half a sentence has no translation."""
     from .decoding import check_length_bounds, generate_texts, one_line
 
-    for name, least in (("num_beams", 1), ("max_length", 1), ("max_input_tokens", 2), ("min_length", 0)):
-        if getattr(args, name) is not None and getattr(args, name) < least:
-            raise _fail(f"--{name.replace('_', '-')} must be at least {least}, got {getattr(args, name)}")
-    if args.no_repeat_ngram_size is not None and args.no_repeat_ngram_size < 0:
-        raise _fail(f"--no-repeat-ngram-size must not be negative, got {args.no_repeat_ngram_size}")
     lines = _read_lines(args.input)
-    model, tokenizer = _load(args.model)
-    task = getattr(model.config, "decoding", "translation")  # a MarianMTModel translates
-    if task != "summarization":
-        other = "parse" if task == "parsing" else "translate"
-        raise _fail(f"{args.model} is a {task} model, not a summarizer; use `hf-vanilla {other}`")
+    model, tokenizer = _load(args.model, "summarization")
     flags = _decoding_flags(args)
     try:
         check_length_bounds(model, flags.get("min_new_tokens"), flags.get("max_new_tokens"))
     except ValueError as error:
-        raise _fail(f"{error}: set --min-length <= --max-length") from None
+        raise _fail(f"{error}: set --min-new-tokens <= --max-new-tokens") from None
     limit, origin = _summary_input_limit(args, tokenizer)
     lengths = [len(tokenizer(line, verbose=False)["input_ids"]) if line.strip() else 0 for line in lines]
     _warn_lines(
@@ -313,7 +303,13 @@ def _app(args: argparse.Namespace) -> None:
     except ImportError as error:
         raise _fail(str(error)) from None
     try:
-        launch(args.models, host=args.host, port=args.port, max_input_tokens=args.max_input_tokens or MAX_INPUT_TOKENS)
+        launch(
+            args.models,
+            host=args.host,
+            port=args.port,
+            max_input_tokens=args.max_input_tokens or MAX_INPUT_TOKENS,
+            share=args.share,
+        )
     except (ModelLoadError, ValueError) as error:
         raise _fail(str(error)) from None
 
@@ -324,150 +320,47 @@ def _quiet_loading() -> None:
     logging.disable_progress_bar()
 
 
-def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("model", help="A model folder or a Hub id.")
-    command.add_argument("--input", help="A text file, one sentence a line (default: stdin).")
-    command.add_argument("--num-beams", type=int, help="Beam size (default: the model's, i.e. the paper's).")
-    command.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
-    command.add_argument("--batch-tokens", type=int, default=4000, help="Source tokens per decoding batch.")
-    command.add_argument(
-        "--max-input-tokens",
-        type=int,
-        default=1024,
-        help="Longer input lines are skipped (an empty output line) with a warning naming them.",
-    )
+# The smallest value of each numeric flag, whichever subcommand has it (checked before any file or model is read).
+AT_LEAST = {
+    "num_beams": 1,
+    "batch_tokens": 1,
+    "max_input_tokens": 2,
+    "min_new_tokens": 0,
+    "max_new_tokens": 1,
+    "no_repeat_ngram_size": 0,
+    "last": 1,
+    "port": 1,
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    average = commands.add_parser("average-checkpoints", help="Average checkpoints into a loadable model folder.")
-    average.add_argument(
-        "run_dir", nargs="?", default=".", help="A recipe's output folder (its checkpoint-* folders)."
-    )
-    average.add_argument(
-        "--last", type=int, default=5, help="Average the newest N complete checkpoints (paper: 5 base, 20 big)."
-    )
-    average.add_argument("--checkpoints", nargs="+", help="Explicit checkpoint or model folders instead.")
-    average.add_argument("--output", required=True, help="Folder for the averaged model.")
-    average.set_defaults(run=_average)
-    bleu = commands.add_parser("score-bleu", help="sacreBLEU and tokenized compound-split BLEU of two text files.")
-    bleu.add_argument("hypotheses")
-    bleu.add_argument("references")
-    bleu.add_argument("--lang", default="de", help="Target language for Moses tokenization.")
-    bleu.set_defaults(run=_score_bleu)
-    score = commands.add_parser("score-evalb", help="EVALB (COLLINS.prm) of predicted against gold trees, one a line.")
-    score.add_argument("gold")
-    score.add_argument("predicted")
-    score.set_defaults(run=_score_evalb)
-    translate = commands.add_parser("translate", help="Translate sentences (stdin or --input) to stdout, one a line.")
-    _add_decoding_arguments(translate)
-    translate.set_defaults(run=_translate)
-    parse = commands.add_parser(
-        "parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed."
-    )
-    _add_decoding_arguments(parse)
-    parse.add_argument(
-        "--no-tree-grammar",
-        dest="tree_grammar",
-        action="store_false",
-        help="Decode freely, as the paper did (default: only well-formed trees over the input words).",
-    )
-    parse.set_defaults(run=_parse)
-    summarize = commands.add_parser(
-        "summarize", help="Summarize documents, one a line (stdin or --input), to stdout, one summary a line."
-    )
-    summarize.add_argument("model", help="A summarization model folder or Hub id.")
-    summarize.add_argument("--input", help="A text file, one document a line (default: stdin).")
-    summarize.add_argument("--num-beams", type=int, help="Beam size (default: the model's generation config).")
-    summarize.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
-    summarize.add_argument(
-        "--no-repeat-ngram-size",
-        type=int,
-        help="No n-gram of this size twice in a summary; 0: no limit (default: the model's).",
-    )
-    summarize.add_argument(
-        "--min-length",
-        "--min-new-tokens",
-        dest="min_length",
-        type=int,
-        help="Fewest tokens in a summary, </s> not counted (default: the model's; the recipe's --min-new-tokens).",
-    )
-    summarize.add_argument(
-        "--max-length",
-        "--max-new-tokens",
-        dest="max_length",
-        type=int,
-        help="Most tokens in a summary, </s> not counted (default: the model's; the recipe's --max-new-tokens).",
-    )
-    summarize.add_argument("--batch-tokens", type=int, default=4000, help="Document tokens per decoding batch.")
-    summarize.add_argument(
-        "--max-input-tokens",
-        type=int,
-        help="Longer documents are cut to their first N tokens (with </s>), with a warning naming them (default: "
-        f"the model's model_max_length, its training limit, if it records one, else {SUMMARY_INPUT_TOKENS}).",
-    )
-    summarize.set_defaults(run=_summarize)
-    push = commands.add_parser(
-        "push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it."
-    )
-    push.add_argument("folder", help="A recipe's output folder, or a model folder holding its results.json.")
-    push.add_argument("repo_id", help="The Hub repository, e.g. user/transformer-base-wmt14-ende.")
-    push.add_argument("--private", action="store_true")
-    push.add_argument("--build-dir", help="Where to build the uploaded folder (default: FOLDER/hub).")
-    push.add_argument("--dry-run", action="store_true", help="Build and check the folder, do not upload.")
-    push.add_argument("--space", metavar="SPACE_ID", help="Also build and upload a Gradio Space demo of REPO_ID.")
-    push.add_argument(
-        "--space-model", action="append", default=[], help="Another Hub model the Space shows (repeatable)."
-    )
-    push.add_argument("--space-dir", help="Where to build the Space folder (default: FOLDER/space).")
-    push.set_defaults(run=_push)
-    importer = commands.add_parser(
-        "import-marian", help="Convert a MarianMTModel (e.g. an OPUS-MT model) into an hf_vanilla model folder."
-    )
-    importer.add_argument("source", help="A MarianMTModel folder or Hub id, e.g. Helsinki-NLP/opus-mt-en-de.")
-    importer.add_argument("output", help="Folder for the hf_vanilla model and the tokenizer.")
-    importer.set_defaults(run=_import_marian)
-    exporter = commands.add_parser("export-marian", help="Convert an hf_vanilla model into a MarianMTModel folder.")
-    exporter.add_argument("model", help="An hf_vanilla model folder or Hub id.")
-    exporter.add_argument("output", help="Folder for the MarianMTModel and the tokenizer.")
-    exporter.set_defaults(run=_export_marian)
-    ct2 = commands.add_parser("export-ct2", help="Convert an hf_vanilla model into a CTranslate2 model folder.")
-    ct2.add_argument("model", help="An hf_vanilla model folder or Hub id (with its tokenizer).")
-    ct2.add_argument("output", help="Folder for the CTranslate2 model and the tokenizer files.")
-    ct2.add_argument(
-        "--quantization",
-        help="CTranslate2 weight type: int8, int8_float32, int8_float16, int8_bfloat16, int16, "
-        "float16, bfloat16 or float32 (default: float32, the model's own weights).",
-    )
-    ct2.add_argument("--force", action="store_true", help="Replace OUTPUT if it exists.")
-    ct2.set_defaults(run=_export_ct2)
-    attention = commands.add_parser(
-        "attention",
-        help="PNG heatmaps of every layer's and head's attention for one sentence (pair); for a pointer-generator, "
-        "also p_gen.png: the probability that each output token was generated rather than copied.",
-    )
-    attention.add_argument("model", help="A model folder or a Hub id.")
-    attention.add_argument("--source", required=True, help="The source sentence.")
-    attention.add_argument("--target", help="The target sentence (default: the model's own translation).")
-    attention.add_argument("--output", required=True, help="Folder for the PNGs and attention.npz.")
-    attention.set_defaults(run=_attention)
-    app = commands.add_parser("app", help="A Gradio demo of models on this machine: a tab for each model's task.")
-    app.add_argument("models", nargs="+", metavar="MODEL", help="Model folders or Hub ids.")
-    app.add_argument("--host", default="127.0.0.1", help="Address to serve on (0.0.0.0: every interface).")
-    app.add_argument("--port", type=int, default=7860)
-    app.add_argument(
-        "--max-input-tokens", type=int, help="Longer inputs are refused with a message in the page (default: 200)."
-    )
-    app.set_defaults(run=_app)
-    return parser
+# Each subcommand's work (`hf_vanilla_cli.build_parser` defines their flags).
+COMMANDS = {
+    "average-checkpoints": _average,
+    "score-bleu": _score_bleu,
+    "score-evalb": _score_evalb,
+    "translate": _translate,
+    "parse": _parse,
+    "summarize": _summarize,
+    "push": _push,
+    "import-marian": _import_marian,
+    "export-marian": _export_marian,
+    "export-ct2": _export_ct2,
+    "attention": _attention,
+    "app": _app,
+}
+
+
+def run(args: argparse.Namespace) -> None:
+    """Runs the parsed command line: its numeric flags checked first (one line on stderr, exit 1), then its
+    subcommand."""
+    problems = bound_problems(vars(args), AT_LEAST)
+    if problems:
+        raise _fail(problems[0])
+    COMMANDS[args.command](args)
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    args.run(args)
+    run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ from transformers.activations import ACT2CLS, ACT2FN
 
 # Model sizes. `base` and `big` are the rows of Table 3 of the paper (`big_enfr`: big for English-French);
 # `parsing` is the section 6.3 parser (4 layers, d_model 1024); `summarization` is Transformer-base with the
-# pointer-generator's copy mechanism (See et al., 2017); `demo`/`demo_parsing`/`demo_summarization` fit the 15-minute
-# CPU demos; `tiny` is for tests.
+# pointer-generator's copy mechanism (See et al., 2017), `summarization_small` a smaller one for small corpora;
+# `demo`/`demo_parsing`/`demo_summarization` fit the 15-minute CPU demos; `tiny` is for tests.
 PRESETS: dict[str, dict] = {
     "base": dict(d_model=512, encoder_layers=6, decoder_layers=6, num_attention_heads=8, d_ff=2048, dropout=0.1),
     "big": dict(d_model=1024, encoder_layers=6, decoder_layers=6, num_attention_heads=16, d_ff=4096, dropout=0.3),
@@ -29,6 +29,17 @@ PRESETS: dict[str, dict] = {
         num_attention_heads=8,
         d_ff=2048,
         dropout=0.1,
+        pointer_generator=True,
+        decoding="summarization",
+    ),
+    # For corpora of a few million tokens (AESLC's e-mails): base's width, 4 + 4 layers, dropout 0.3, copying.
+    "summarization_small": dict(
+        d_model=512,
+        encoder_layers=4,
+        decoder_layers=4,
+        num_attention_heads=8,
+        d_ff=2048,
+        dropout=0.3,
         pointer_generator=True,
         decoding="summarization",
     ),
@@ -79,6 +90,7 @@ DECODING: dict[str, dict] = {
 }
 
 TREE_LEAVES = ("placeholder", "pos", "words")
+POINTER_SMOOTHING = ("mixture", "vocabulary")
 
 
 def activation_problem(name: str) -> str | None:
@@ -161,6 +173,12 @@ class VanillaTransformerConfig(PreTrainedConfig):
         pointer_generator: add the copy mechanism of pointer-generator networks (See et al., 2017) on the last decoder
             layer's cross-attention (`VanillaPointerGenerator`): the output distribution mixes the vocabulary softmax
             with copying source tokens, and `logits` are its log-probabilities. `False`: the paper's model.
+        pointer_smoothing: what a pointer-generator's label smoothing spreads epsilon over: `"mixture"`, the final
+            distribution (which also pulls p_gen towards generating), or `"vocabulary"`, the vocabulary softmax alone
+            (`pointer_generator_loss`).
+        force_copy: a pointer-generator learns a target its source holds by copying it only (OpenNMT-py's
+            `-copy_attn_force`).
+        unk_token_id: the tokenizer's unknown token, which a pointer-generator never copies (nor </s>, <s>, <pad>).
     """
 
     model_type = "vanilla_transformer"
@@ -196,6 +214,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
     final_logits_bias: bool = False
     loss_chunk_tokens: int = 0
     pointer_generator: bool = False
+    pointer_smoothing: str = "mixture"
+    force_copy: bool = False
+    unk_token_id: int | None = None
 
     def __post_init__(self, **kwargs):
         problems = []
@@ -219,6 +240,10 @@ class VanillaTransformerConfig(PreTrainedConfig):
             problems.append("pointer_generator needs loss_chunk_tokens=0: its mixture is computed on whole logits")
         if self.pointer_generator and self.attention_dropout:
             problems.append("pointer_generator needs attention_dropout=0: it copies with the attention weights")
+        if self.pointer_smoothing not in POINTER_SMOOTHING:
+            problems.append(
+                f"pointer_smoothing must be one of {list(POINTER_SMOOTHING)}, got {self.pointer_smoothing!r}"
+            )
         if self.norm_style not in ("post", "pre"):
             problems.append(f"norm_style must be 'post' or 'pre', got {self.norm_style!r}")
         if self.position_embedding_type not in ("sinusoidal", "learned"):
@@ -244,7 +269,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "VanillaTransformerConfig":
         """Builds a configuration from one of `PRESETS` (`base`, `big`, `big_enfr`, `parsing`, `summarization`,
-        `demo`, `demo_parsing`, `demo_summarization`, `tiny`), with any field overridden by keyword."""
+        `summarization_small`, `demo`, `demo_parsing`, `demo_summarization`, `tiny`), with any field overridden by
+        keyword."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
         return cls(**{**PRESETS[name], **overrides})

@@ -1,7 +1,9 @@
 """Loading a model for decoding, and batched generation over many sentences (translations, summaries, or trees over
 the input words), ordered by length, with a progress bar."""
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
@@ -15,23 +17,66 @@ class ModelLoadError(RuntimeError):
     """A model or its tokenizer could not be loaded (no such folder or Hub id, missing or broken files)."""
 
 
+# A string that could name a Hub repository: "name" or "owner/name" (letters, digits, "-", "_", ".").
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def check_model_path(model_name: str) -> None:
+    """Refuses, in the user's words (`ModelLoadError`), a model that is not there before anything is loaded: a
+    path that does not exist and cannot be a Hub id ("no model at PATH (no such folder)"), a run folder given for
+    its model ("RUN is a run folder; its model is RUN/final"), a folder without a model's config.json. A string
+    that could be a Hub id and names no folder is left to the Hub."""
+    path = Path(model_name)
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return
+        for inner in ("final", "best"):
+            if (path / inner / "config.json").is_file():
+                raise ModelLoadError(f"{model_name} is a run folder; its model is {path / inner}")
+        raise ModelLoadError(f"no model at {model_name} (the folder holds no config.json)")
+    if path.exists():
+        raise ModelLoadError(f"no model at {model_name} (a file, not a model folder)")
+    if not _HUB_ID.match(model_name):
+        raise ModelLoadError(f"no model at {model_name} (no such folder)")
+
+
 def load_for_decoding(model_name: str):
     """(model, tokenizer) from a folder or a Hub id, in eval mode, on the GPU when there is one. Raises
-    `ModelLoadError` with a one-line message naming the model."""
+    `ModelLoadError` with a one-line message naming the model (`check_model_path` first)."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
     from transformers.utils import logging
 
     from . import VanillaTransformerConfig  # noqa: F401  (registers the model with the Auto classes)
 
     logging.disable_progress_bar()  # stderr stays for errors; a progress bar is shown only for decoding a file
-
+    check_model_path(model_name)
     try:
         model = AutoModelForSeq2SeqLM.from_pretrained(model_name)
         tokenizer = AutoTokenizer.from_pretrained(model_name)
     except (OSError, ValueError) as error:
-        raise ModelLoadError(f"cannot load model {model_name!r}: {str(error).splitlines()[0]}") from None
+        where = "" if Path(model_name).is_dir() else " (no such folder; as a Hub id)"
+        raise ModelLoadError(f"cannot load model {model_name!r}{where}: {str(error).splitlines()[0]}") from None
     device = "cuda" if torch.cuda.is_available() else "cpu"
     return model.to(device).eval(), tokenizer
+
+
+# What each task's model is called, and the subcommand that runs it.
+TASK_COMMANDS = {
+    "translation": ("translation", "translate"),
+    "parsing": ("parser", "parse"),
+    "summarization": ("summarizer", "summarize"),
+}
+
+
+def check_task(model, model_name: str, task: str) -> None:
+    """Refuses (`ModelLoadError`, one line) a model trained for another task than `task` (its `config.decoding`; a
+    MarianMTModel translates), naming the subcommand that runs it."""
+    trained = getattr(model.config, "decoding", "translation")
+    if trained != task:
+        raise ModelLoadError(
+            f"{model_name} is a {trained} model, not a {TASK_COMMANDS[task][0]}; use `hf-vanilla "
+            f"{TASK_COMMANDS[trained][1]}`"
+        )
 
 
 def recorded_input_limit(tokenizer) -> int | None:

@@ -719,6 +719,39 @@ def _chunk_loss(
     return label_smoothed_cross_entropy(logits, labels, epsilon, pad_token_id, num_items_in_batch=1)
 
 
+def pointer_generator_loss(
+    mixture: "CopyMixture",
+    labels: torch.Tensor,
+    epsilon: float,
+    pad_token_id: int,
+    num_items_in_batch: int | torch.Tensor | None = None,
+    smoothing: str = "mixture",
+    force_copy: bool = False,
+) -> torch.Tensor:
+    """A pointer-generator's training loss per label token (as `label_smoothed_cross_entropy`'s):
+    -(1 - epsilon) log P(y) - epsilon * mean_w log Q(w), where Q is, by `smoothing`, the final mixture P
+    (`"mixture"`: the smoothing then also rewards generating, p_gen, at every position) or the vocabulary
+    distribution P_vocab alone (`"vocabulary"`: the copy gate is trained by the targets only). With `force_copy`
+    (OpenNMT-py's `-copy_attn_force`), a target that its source holds counts only its copy probability,
+    log((1 - p_gen) sum_{i: x_i = y} a'_t,i), so that copying, not generating, is what learns it."""
+    labels = labels.masked_fill(labels == pad_token_id, -100).to(mixture.log_probs.device)
+    kept = labels != -100
+    target = labels.clamp_min(0)
+    log_p = mixture.log_probs.gather(-1, target[..., None]).squeeze(-1)
+    if force_copy:
+        copy_mass = (mixture.copy_attention * (mixture.source_ids[:, None, :] == target[..., None])).sum(-1)
+        log_copy = mixture.log_1m_p_gen + copy_mass.clamp_min(torch.finfo(copy_mass.dtype).tiny).log()
+        log_p = torch.where(copy_mass > 0, log_copy, log_p)
+    if smoothing == "mixture":
+        log_q = mixture.log_probs
+        mean_log_q = log_q.sum(-1) / log_q.shape[-1]
+    else:
+        z = mixture.vocab_logits
+        mean_log_q = z.mean(-1) - torch.logsumexp(z, dim=-1)
+    per_token = -(1 - epsilon) * log_p - epsilon * mean_log_q
+    return _per_item(per_token.masked_fill(~kept, 0).sum(), labels, num_items_in_batch)
+
+
 class SourceLengthLimitLogitsProcessor(LogitsProcessor):
     """Forces end-of-sequence once a hypothesis reaches its own source's limit (the paper: source length + 50), so
     every sentence of a batch stops at its own maximum output length, whatever the longest source allows."""
@@ -750,51 +783,99 @@ class VanillaPointerGenerator(nn.Module):
 
         c_t = sum_i a_t,i h_i                                    (the context vector)
         p_gen = sigmoid(w_c . c_t + w_s . s_t + w_x . x_t + b)   (the probability of generating from the vocabulary)
-        P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: source token i is w} a_t,i
+        P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: source token i is w} a'_t,i
 
+    `dense_pointer_generator_log_probs` writes P(w) out as this equation; `forward` computes the same in a faster way.
     Source and target share one subword vocabulary, so every source token has an id: copying needs no extended
-    vocabulary. The gate's [w_c; w_s; w_x] and b are one linear layer over [c_t; s_t; x_t]."""
+    vocabulary. The gate's [w_c; w_s; w_x] and b are one linear layer over [c_t; s_t; x_t].
+
+    Special tokens (</s>, <s>, <pad>, <unk>) are never copied, as in See et al.'s and OpenNMT-py's models, whose
+    sources hold no stop symbol: a'_t is a_t renormalized over the other source positions (the attention itself, and
+    so c_t, may still rest on </s>). A source with nothing copyable gives p_gen = 1."""
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__()
         self.gate = nn.Linear(3 * config.d_model, 1)
+        ids = (config.pad_token_id, config.bos_token_id, config.eos_token_id, config.unk_token_id)
+        self.uncopyable_ids = sorted({i for i in (*ids, config.decoder_start_token_id) if isinstance(i, int)})
+
+    def copy_distribution(
+        self, attention: torch.Tensor, source_ids: torch.LongTensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """a'_t (float32, batch x target x source): the attention renormalized over the copyable source positions
+        (those of no special token), and whether each position (batch x target) has any copyable mass."""
+        copyable = torch.ones_like(source_ids, dtype=torch.bool)
+        for special in self.uncopyable_ids:
+            copyable &= source_ids != special
+        masked = attention.float() * copyable[:, None, :]
+        total = masked.sum(-1, keepdim=True)
+        return masked / total.clamp_min(torch.finfo(masked.dtype).tiny), total.squeeze(-1) > 0
 
     def forward(
         self,
         vocab_logits: torch.Tensor,
-        copy_attention: torch.Tensor,
+        attention: torch.Tensor,
         encoder_hidden_states: torch.Tensor,
         decoder_hidden_states: torch.Tensor,
         decoder_embeddings: torch.Tensor,
         source_ids: torch.LongTensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """log P(w), float32 of shape (batch, target length, vocab), and p_gen of shape (batch, target length).
+    ) -> "CopyMixture":
+        """The final distribution (`CopyMixture`: log P(w), float32 of shape (batch, target length, vocab); p_gen;
+        a'_t) from the vocabulary logits, the attention a_t (batch x target x source), h, s_t, x_t and the source ids.
 
         The mixture is computed in log space and float32 (autocast off), with log_softmax and logsigmoid: a
         vocabulary probability below float32's range (a logit ~87 under the best) keeps its log-probability, where
         the log of the mixed probabilities would be -inf for it (the label-smoothed loss and beam scores read them),
-        and a saturated gate gives no log 0. Only the columns of source tokens get copy mass, so only they are mixed:
-        every column is log p_gen + log P_vocab(w) (exact where P_copy(w) = 0), then each source position i writes
-        its token's column logaddexp(log p_gen + log P_vocab(x_i), log(1 - p_gen) + log m_i), with
-        m_i = sum_{j: x_j = x_i} a_t,j the copy mass of its token. That is O(target x source) work (and a sort of
-        the source ids) instead of a scatter over the whole vocabulary at each position, O(target x vocab). Source
-        padding has no attention, so no copy mass."""
-        if source_ids.shape != copy_attention.shape[::2]:
+        and a saturated gate gives no log 0. Only the columns of source tokens get copy mass, so only they are mixed
+        (`_copy_mixture`): O(target x source) work instead of a scatter over the whole vocabulary at each position,
+        O(target x vocab). Source padding has no attention, and special tokens are not copied, so neither gets copy
+        mass."""
+        if source_ids.shape != attention.shape[::2]:
             raise ValueError(
                 f"The pointer-generator copies from input_ids of shape {tuple(source_ids.shape)}, but the decoder "
-                f"attended over {tuple(copy_attention.shape[::2])} encoder positions: pass the source's input_ids."
+                f"attended over {tuple(attention.shape[::2])} encoder positions: pass the source's input_ids."
             )
-        context = torch.matmul(copy_attention, encoder_hidden_states)  # c_t
-        gate = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1)).squeeze(-1).float()
-        with torch.autocast(device_type=copy_attention.device.type, enabled=False):
-            log_probs = _copy_mixture(
-                vocab_logits.float(),
-                nn.functional.logsigmoid(gate),
-                nn.functional.logsigmoid(-gate),
-                copy_attention.float(),
-                source_ids,
-            )
-        return log_probs, torch.sigmoid(gate)
+        context = torch.matmul(attention, encoder_hidden_states)  # c_t
+        # w_c . c_t + w_s . s_t + w_x . x_t + b
+        p_gen_logit = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1))
+        p_gen_logit = p_gen_logit.squeeze(-1).float()
+        copy_attention, has_copy = self.copy_distribution(attention, source_ids)
+        with torch.autocast(device_type=attention.device.type, enabled=False):
+            log_p_gen = torch.where(has_copy, nn.functional.logsigmoid(p_gen_logit), 0.0)
+            log_1m_p_gen = torch.where(has_copy, nn.functional.logsigmoid(-p_gen_logit), -math.inf)
+            vocab_logits = vocab_logits.float()
+            log_probs = _copy_mixture(vocab_logits, log_p_gen, log_1m_p_gen, copy_attention, source_ids)
+        p_gen = torch.where(has_copy, torch.sigmoid(p_gen_logit), 1.0)
+        return CopyMixture(log_probs, p_gen, copy_attention, log_1m_p_gen, vocab_logits, source_ids)
+
+
+@dataclass
+class CopyMixture:
+    """A pointer-generator's output at each decoder position: `log_probs` = log P(w) (batch x target x vocab), `p_gen`
+    (batch x target), `copy_attention` = a'_t (batch x target x source, summing to 1 over the copyable positions), and
+    what its losses read: log(1 - p_gen), the vocabulary logits and the source ids."""
+
+    log_probs: torch.Tensor
+    p_gen: torch.Tensor
+    copy_attention: torch.Tensor
+    log_1m_p_gen: torch.Tensor
+    vocab_logits: torch.Tensor
+    source_ids: torch.LongTensor
+
+
+def dense_pointer_generator_log_probs(
+    vocab_logits: torch.Tensor, p_gen: torch.Tensor, copy_attention: torch.Tensor, source_ids: torch.LongTensor
+) -> torch.Tensor:
+    """The pointer-generator's final distribution as See et al. write it, the definition that
+    `VanillaPointerGenerator` computes faster: P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: x_i = w} a'_t,i, from the
+    vocabulary logits (batch x target x vocab), p_gen (batch x target), a'_t (batch x target x source) and the source
+    ids; returns log P(w). The shape of fairseq's pointer-generator `output_layer`: the softmax times p_gen, plus the
+    attention times 1 - p_gen added into the source tokens' columns (`scatter_add`). O(target x vocab) memory per
+    sentence, and log 0 = -inf where P underflows."""
+    p_gen = p_gen[..., None]
+    generated = p_gen * vocab_logits.softmax(-1)
+    columns = source_ids[:, None, :].expand_as(copy_attention)
+    return generated.scatter_add(-1, columns, (1 - p_gen) * copy_attention).log()
 
 
 def _first_positions(source_ids: torch.LongTensor) -> torch.LongTensor:
@@ -820,9 +901,9 @@ class _PointerGeneratorLogProbs(torch.autograd.Function):
     token repeated, with the same m at each) gets its gradient once, at `is_first`, the token's first position."""
 
     @staticmethod
-    def forward(ctx, vocab_logits, log_gate, log_copy, columns, is_first):
+    def forward(ctx, vocab_logits, log_p_gen, log_copy, columns, is_first):
         log_normalizer = torch.logsumexp(vocab_logits, dim=-1)  # log sum_w exp(z_w)
-        log_probs = vocab_logits - (log_normalizer - log_gate)[..., None]
+        log_probs = vocab_logits - (log_normalizer - log_p_gen)[..., None]
         generate = log_probs.gather(-1, columns)
         mixed = torch.logaddexp(generate, log_copy)
         log_probs.scatter_(-1, columns, mixed)
@@ -837,17 +918,17 @@ class _PointerGeneratorLogProbs(torch.autograd.Function):
         # The gradient into log p_gen + log P_vocab: the incoming one, in a source column its share of the mixture,
         # d logaddexp(a, b) / da = exp(a - logaddexp(a, b)) (0 for b = log 0).
         grad_generate = grad.scatter(-1, columns, 0.0).scatter_add_(-1, columns, grad_mixed * (generate - mixed).exp())
-        grad_log_gate = grad_generate.sum(-1)
+        grad_log_p_gen = grad_generate.sum(-1)
         # log_softmax's backward: g - softmax(z) * sum(g).
         softmax = (vocab_logits - log_normalizer[..., None]).exp_()
-        grad_logits = grad_generate.sub_(softmax.mul_(grad_log_gate[..., None]))
-        return grad_logits, grad_log_gate, grad_mixed * (log_copy - mixed).exp(), None, None
+        grad_logits = grad_generate.sub_(softmax.mul_(grad_log_p_gen[..., None]))
+        return grad_logits, grad_log_p_gen, grad_mixed * (log_copy - mixed).exp(), None, None
 
 
 def _copy_mixture(
     vocab_logits: torch.Tensor,
-    log_gate: torch.Tensor,
-    log_copy_gate: torch.Tensor,
+    log_p_gen: torch.Tensor,
+    log_1m_p_gen: torch.Tensor,
     attention: torch.Tensor,
     source_ids: torch.LongTensor,
 ) -> torch.Tensor:
@@ -864,9 +945,8 @@ def _copy_mixture(
     log_copy = torch.where(copy_mass > 0, copy_mass.clamp_min(torch.finfo(copy_mass.dtype).tiny).log(), -math.inf)
     is_first = first == torch.arange(source_ids.shape[1], device=source_ids.device)
     columns = source_ids[:, None, :].expand_as(attention)
-    return _PointerGeneratorLogProbs.apply(
-        vocab_logits, log_gate, log_copy_gate[..., None] + log_copy, columns, is_first
-    )
+    log_copy = log_1m_p_gen[..., None] + log_copy
+    return _PointerGeneratorLogProbs.apply(vocab_logits, log_p_gen, log_copy, columns, is_first)
 
 
 @dataclass
@@ -876,9 +956,12 @@ class VanillaSeq2SeqLMOutput(Seq2SeqLMOutput):
     distribution):
 
     p_gen: the probability of generating from the vocabulary rather than copying, of shape (batch, target length).
+    copy_attention: a'_t, the distribution it copies with (the last decoder layer's cross-attention averaged over
+        heads, renormalized over the source tokens it may copy), of shape (batch, target length, source length).
     """
 
     p_gen: torch.FloatTensor | None = None
+    copy_attention: torch.FloatTensor | None = None
 
 
 class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, GenerationMixin):
@@ -971,25 +1054,13 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         elif isinstance(logits_to_keep, torch.Tensor):
             kept = logits_to_keep
         hidden_states = outputs.last_hidden_state[:, kept, :]
-        p_gen = None
+        mixture = loss = None
         if labels is not None and self.training and self.config.loss_chunk_tokens:
-            logits, loss = (
-                None,
-                chunked_label_smoothed_cross_entropy(
-                    hidden_states,
-                    self.lm_head.weight,
-                    self.lm_head.bias,
-                    labels,
-                    self.config.label_smoothing,
-                    self.config.pad_token_id,
-                    self.config.loss_chunk_tokens,
-                    num_items_in_batch,
-                ),
-            )
+            logits, loss = None, self._chunked_loss(hidden_states, labels, num_items_in_batch)
         else:
             logits = self.lm_head(hidden_states)
             if self.pointer_generator is not None:
-                logits, p_gen = self.pointer_generator(
+                mixture = self.pointer_generator(
                     logits,
                     outputs.copy_attention[:, kept, :],
                     outputs.encoder_last_hidden_state,
@@ -997,16 +1068,9 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
                     outputs.decoder_embeddings[:, kept, :],
                     input_ids,
                 )
-            loss = None
+                logits = mixture.log_probs
             if labels is not None:
-                loss = label_smoothed_cross_entropy(
-                    logits,
-                    labels,
-                    self.config.label_smoothing,
-                    self.config.pad_token_id,
-                    num_items_in_batch,
-                    normalized=self.pointer_generator is not None,
-                )
+                loss = self._loss(logits, mixture, labels, num_items_in_batch)
         return VanillaSeq2SeqLMOutput(
             loss=loss,
             logits=logits,
@@ -1017,7 +1081,41 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
             encoder_attentions=outputs.encoder_attentions,
-            p_gen=p_gen,
+            p_gen=mixture.p_gen if mixture is not None else None,
+            copy_attention=mixture.copy_attention if mixture is not None else None,
+        )
+
+    def _chunked_loss(self, hidden_states: torch.Tensor, labels: torch.Tensor, num_items_in_batch) -> torch.Tensor:
+        """The label-smoothed loss computed `config.loss_chunk_tokens` positions at a time (no whole logits)."""
+        config = self.config
+        return chunked_label_smoothed_cross_entropy(
+            hidden_states,
+            self.lm_head.weight,
+            self.lm_head.bias,
+            labels,
+            config.label_smoothing,
+            config.pad_token_id,
+            config.loss_chunk_tokens,
+            num_items_in_batch,
+        )
+
+    def _loss(
+        self, logits: torch.Tensor, mixture: "CopyMixture | None", labels: torch.Tensor, num_items_in_batch
+    ) -> torch.Tensor:
+        """The paper's label-smoothed cross-entropy, or a pointer-generator's (`pointer_generator_loss`)."""
+        config = self.config
+        if mixture is None:
+            return label_smoothed_cross_entropy(
+                logits, labels, config.label_smoothing, config.pad_token_id, num_items_in_batch
+            )
+        return pointer_generator_loss(
+            mixture,
+            labels,
+            config.label_smoothing,
+            config.pad_token_id,
+            num_items_in_batch,
+            smoothing=config.pointer_smoothing,
+            force_copy=config.force_copy,
         )
 
     def _maybe_prepare_encoder_kwargs_for_generation(
@@ -1114,10 +1212,13 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
 
 
 __all__ = [
+    "CopyMixture",
     "VanillaPointerGenerator",
     "VanillaPreTrainedModel",
     "VanillaTransformerModel",
     "VanillaTransformerForConditionalGeneration",
+    "dense_pointer_generator_log_probs",
     "label_smoothed_cross_entropy",
+    "pointer_generator_loss",
     "sinusoidal_positions",
 ]

@@ -5,14 +5,40 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 # Ids 0-3, in the order the model's config expects (pad 0, decoder start 1, end of sentence 2).
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]
+
+
+@dataclass(frozen=True)
+class BpeOptions:
+    """How text is cut before BPE merges, saved in the tokenizer's files (tokenizer.json) so that every loader of the
+    model (`AutoTokenizer`, the CLI, the app, a Hub remote-code load) applies it with no step of its own.
+
+    - `whitespace_only`: merges stay inside whitespace-separated pieces (text tokenized already: treebank words and
+      linearized trees, whose `(NP` stays one token); otherwise GPT-2's pieces (letters, digits, punctuation apart).
+    - `prefix_space`: every run of white space (newlines included) is one space, the text's ends stripped, and a
+      space put before the first word, so that a word has the same tokens at the start of a text as inside it.
+    - `lowercase`: the text is lower-cased (Unicode) before anything else, as See et al.'s and OpenNMT-py's
+      summarizers read it; the model then reads and writes lower-case text.
+
+    The last two make the words a summary shares with its document the same tokens on both sides, which a copy
+    mechanism needs (the share of summary tokens found in the source: `hf_vanilla.data.copyable`)."""
+
+    whitespace_only: bool = False
+    prefix_space: bool = False
+    lowercase: bool = False
+
+    def record(self) -> dict:
+        """The options for a tokenizer's record (`PROVENANCE_FILE`): `whitespace_only` always, the others when set
+        (the records of tokenizers made before they existed stay valid)."""
+        return {name: value for name, value in asdict(self).items() if value or name == "whitespace_only"}
 
 
 def train_shared_bpe(
@@ -21,11 +47,15 @@ def train_shared_bpe(
     min_frequency: int = 2,
     show_progress: bool = True,
     whitespace_only: bool = False,
+    prefix_space: bool = False,
+    lowercase: bool = False,
 ) -> PreTrainedTokenizerFast:
-    """Learns one byte-level BPE vocabulary from source and target text together. Byte-level pieces cover every
-    string, so `decode(encode(x), skip_special_tokens=True) == x` for any text, the special tokens' own spellings
-    (`</s>`, ...) included; every encoded sequence ends with `</s>`. The one exception is a Python string that is not
-    Unicode text: a lone surrogate (e.g. "\ud800", which no UTF-8 file can hold) is a TypeError from `tokenizers`.
+    """Learns one byte-level BPE vocabulary from source and target text together (`BpeOptions` describes the three
+    switches). Byte-level pieces cover every string, so `decode(encode(x), skip_special_tokens=True) == x` for any
+    text, the special tokens' own spellings (`</s>`, ...) included; with `prefix_space`, the decoding is
+    `" " + " ".join(x.split())` (lower-cased with `lowercase`). Every encoded sequence ends with `</s>`. The one
+    exception is a Python string that is not Unicode text: a lone surrogate (e.g. "\ud800", which no UTF-8 file can
+    hold) is a TypeError from `tokenizers`.
 
     Merges never cross a pre-token boundary: by default GPT-2's (letters, digits and punctuation apart); with
     `whitespace_only`, the whitespace-separated pieces, for text that is tokenized already, such as treebank words
@@ -33,15 +63,20 @@ def train_shared_bpe(
     if vocab_size <= len(SPECIAL_TOKENS) + 256:
         raise ValueError(f"vocab_size must exceed {len(SPECIAL_TOKENS) + 256} (special tokens + 256 bytes).")
     tokenizer = Tokenizer(models.BPE(unk_token=UNK))
+    steps = [normalizers.Lowercase()] if lowercase else []
+    if prefix_space:
+        steps += [normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()]
+    if steps:
+        tokenizer.normalizer = normalizers.Sequence(steps)
     if whitespace_only:
         tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
             [
                 pre_tokenizers.Split(" ", behavior="merged_with_next"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+                pre_tokenizers.ByteLevel(add_prefix_space=prefix_space, use_regex=False),
             ]
         )
     else:
-        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=prefix_space)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -71,6 +106,14 @@ def train_shared_bpe(
         clean_up_tokenization_spaces=False,
         split_special_tokens=True,
     )
+
+
+def reads_lowercase(tokenizer: PreTrainedTokenizerFast) -> bool:
+    """Whether `tokenizer` lower-cases its input (`BpeOptions.lowercase`), so that its model reads and writes
+    lower-case text."""
+    normalizer = json.loads(tokenizer.backend_tokenizer.to_str()).get("normalizer") or {}
+    steps = normalizer.get("normalizers", [normalizer])
+    return any(step.get("type") == "Lowercase" for step in steps)
 
 
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
@@ -145,18 +188,19 @@ def ensure_shared_tokenizer(
     languages: tuple[str, str],
     vocab_size: int,
     dataset: str,
-    whitespace_only: bool = False,
+    options: BpeOptions | None = None,
 ) -> None:
     """A run's tokenizer in `folder`: trained on the training split's source and target text and written with a
-    record of what it was trained on (`dataset`, `languages`, `vocab_size`, a fingerprint of the text), or, when
+    record of what it was trained on (`dataset`, `languages`, `vocab_size`, the `options`, a fingerprint of the
+    text), or, when
     `folder` holds one already, reused only if that record matches (`TokenizerMismatch` otherwise). The work of one
     process: `hf_vanilla.training.run.prepare_shared_tokenizer` runs it on the main process for all of them."""
-    folder = Path(folder)
+    folder, options = Path(folder), options or BpeOptions()
     expected = {
         "dataset": dataset,
         "languages": list(languages),
         "vocab_size": vocab_size,
-        "whitespace_only": whitespace_only,
+        **options.record(),
         "text_sha256": text_fingerprint(train_split, languages),
     }
     if (folder / "tokenizer.json").exists():
@@ -164,4 +208,4 @@ def ensure_shared_tokenizer(
         return
     _refuse_other_files(folder)  # before training
     texts = (pair[lang] for pair in train_split["translation"] for lang in languages)
-    write_tokenizer_folder(folder, train_shared_bpe(texts, vocab_size, whitespace_only=whitespace_only), expected)
+    write_tokenizer_folder(folder, train_shared_bpe(texts, vocab_size, **asdict(options)), expected)

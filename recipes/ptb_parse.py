@@ -11,13 +11,14 @@ translation recipe -> beam 21, alpha 0.3, max input + 300, under the tree gramma
 from dataclasses import dataclass, field
 
 from datasets import Dataset, DatasetDict
-from transformers import HfArgumentParser
 
 from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.treebank import treebank_path, treebank_splits
 from hf_vanilla.evaluation.parsing import parse_and_score
 from hf_vanilla.parsing import TreebankError, linearize_leaves, tree_words
+from hf_vanilla.tokenization import BpeOptions
 from hf_vanilla.training.arguments import RunSettings
+from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import PARSING_PRESETS
 from hf_vanilla.training.run import (
@@ -34,7 +35,13 @@ LANGUAGES = ("words", "tree")  # the two sides of each pair
 
 @dataclass
 class Arguments(RunSettings):
-    preset: str = field(default="demo", metadata={"help": "parsing (the paper) or demo (NLTK sample, 2 CPU cores)."})
+    preset: str = field(
+        default="demo",
+        metadata={
+            "help": "parsing (the paper), demo (NLTK's WSJ sample, 2 CPU cores, 12 minutes) or smoke (a one-minute "
+            "try of every step on NLTK's sample)."
+        },
+    )
     treebank: str = field(
         default="nltk",
         metadata={"help": "nltk (NLTK's WSJ sample on NLTK's data path) or the folder of LDC's parsed/mrg/wsj."},
@@ -54,6 +61,7 @@ class Arguments(RunSettings):
             "`delinearize` repairs what comes out."
         },
     )
+    METRICS = {"f1": "valid_evalb_f1"}
 
 
 def as_pairs(trees: list[str], leaves: str) -> Dataset:
@@ -96,8 +104,8 @@ def main(args: Arguments) -> dict:
     check_before_training(run, corpus, settings.treebank, "--treebank")
 
     # Tokenizer: treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
-    tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, settings.treebank, whitespace_only=True)
-    build_model(run, **({} if settings.init_from else {"tree_leaves": leaves}))
+    tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, settings.treebank, BpeOptions(whitespace_only=True))
+    build_model(run, **({} if settings.init_from else {"tree_leaves": leaves, "decoding": "parsing"}))
 
     # The metric: EVALB F1 of greedy parses in validation, of the paper's beam search at the end (predictions.mrg).
     def validation_f1(model, pairs) -> dict:
@@ -126,5 +134,5 @@ def main(args: Arguments) -> dict:
 
 
 if __name__ == "__main__":
-    (arguments,) = HfArgumentParser(Arguments).parse_args_into_dataclasses()
+    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0])
     run_recipe(main, arguments, "ptb_parse")

@@ -19,13 +19,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformers import HfArgumentParser
-
 from hf_vanilla import VanillaTransformerConfig
-from hf_vanilla.data.summaries import SIDES, as_pairs, load_summarization_corpus
+from hf_vanilla.data.summaries import SIDES, as_pairs, hold_out, load_summarization_corpus
+from hf_vanilla.evaluation.rouge import ROUGE_TYPES
 from hf_vanilla.evaluation.summarization import summarize_and_score
+from hf_vanilla.tokenization import BpeOptions, reads_lowercase
 from hf_vanilla.training.arguments import RunSettings, setting
 from hf_vanilla.training.collectives import agreed_failure, error_line
+from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
 from hf_vanilla.training.run import (
@@ -45,12 +46,14 @@ DEMO_CORPUS = SHARED_DATA / "aeslc" / "enron_subject_line"
 @dataclass
 class Arguments(RunSettings):
     preset: str = setting(
-        "summarization (Transformer-base, a GPU), demo (AESLC, 2 CPU cores) or tiny (tests).", "demo"
+        "summarization (Transformer-base, a GPU), small (small corpora such as AESLC, a GPU), demo (AESLC, 2 CPU "
+        "cores), smoke (a one-minute try of every step on AESLC) or tiny (tests).",
+        "demo",
     )
     dataset: str | None = setting(
         "aeslc, cnn_dailymail, xsum, samsum (the Hub), a folder in AESLC's layout, or a JSONL/CSV/parquet training "
         "file. Default: AESLC's folder in ../shared/data/aeslc/enron_subject_line beside the repository "
-        "($HF_VANILLA_SHARED_DATA for ../shared/data) for demo and tiny, aeslc otherwise."
+        "($HF_VANILLA_SHARED_DATA for ../shared/data) for demo, smoke and tiny, aeslc otherwise."
     )
     text_column: str | None = setting("The documents' column of a file (default text) or of a Hub corpus.")
     summary_column: str | None = setting("The summaries' column of a file (default summary) or of a Hub corpus.")
@@ -58,17 +61,32 @@ class Arguments(RunSettings):
     test_file: str | None = setting("The test split of a --dataset file.")
     max_source_tokens: int | None = setting("Documents are cut to this many tokens (</s> counted).")
     max_target_tokens: int | None = setting("Summaries are cut to this many tokens in training (</s> counted).")
-    pointer_generator: bool = setting(
-        "The copy mechanism of pointer-generator networks (--no-pointer-generator: the plain Transformer).", True
+    pointer_generator: bool | None = setting(
+        "The copy mechanism of pointer-generator networks (--no-pointer-generator: the plain Transformer). Default: "
+        "the preset's model's (every summarization preset copies)."
+    )
+    pointer_smoothing: str | None = setting(
+        "What label smoothing spreads its epsilon over in a pointer-generator: mixture (the final distribution) or "
+        "vocabulary (the vocabulary softmax only, which leaves p_gen to the targets). Default: the preset's."
+    )
+    force_copy: bool | None = setting(
+        "A target token that its source holds is learnt by copying it only (OpenNMT-py's -copy_attn_force). "
+        "Default: the preset's."
+    )
+    lowercase: bool | None = setting(
+        "The tokenizer lower-cases documents and summaries (saved in its files: every loader of the model does the "
+        "same), so that a word is one token wherever it stands. Default: the preset's."
     )
     no_repeat_ngram_size: int | None = setting(
         "No n-gram of this size twice in a summary (0: no such rule). Default: the model's generation config."
     )
     min_new_tokens: int | None = setting("Shortest summary, in tokens. Default: the model's generation config.")
     max_new_tokens: int | None = setting("Longest summary, in tokens. Default: the model's generation config.")
-    MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator")
+    MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator", "pointer_smoothing", "force_copy")
     GENERATION_CONFIG = (*RunSettings.GENERATION_CONFIG, "no_repeat_ngram_size", "min_new_tokens", "max_new_tokens")
     TRUNCATION = ("max_source_tokens", "max_target_tokens")
+    METRICS = {name: f"valid_{name}" for name in ROUGE_TYPES}
+    COUNT_COPYABLE = True
     AT_LEAST = {
         **RunSettings.AT_LEAST,
         **dict.fromkeys(("max_source_tokens", "max_target_tokens"), 2),
@@ -79,7 +97,7 @@ class Arguments(RunSettings):
 
 def check_model_options(settings: Arguments) -> None:
     """The model the flags ask for can be built; --init-from's model keeps its own architecture, so a
-    --pointer-generator setting other than its own is refused."""
+    --pointer-generator setting other than its own is refused (the copy's own options need a copy)."""
     if settings.init_from is None:
         try:
             VanillaTransformerConfig.from_preset(settings.model_preset, **settings.model_overrides)
@@ -92,7 +110,7 @@ def check_model_options(settings: Arguments) -> None:
         copies = VanillaTransformerConfig.from_pretrained(settings.init_from).pointer_generator
     except OSError as error:
         raise PreflightError(f"--init-from {settings.init_from}: {str(error).splitlines()[0]}") from error
-    if copies != settings.pointer_generator:
+    if settings.pointer_generator is not None and copies != settings.pointer_generator:
         given = "--pointer-generator" if settings.pointer_generator else "--no-pointer-generator"
         needed = "--pointer-generator" if copies else "--no-pointer-generator"
         raise PreflightError(
@@ -102,8 +120,9 @@ def check_model_options(settings: Arguments) -> None:
 
 
 def default_dataset(preset: str) -> str:
-    """The demo corpus for the demo and tiny presets (a one-line error where it is absent), the Hub's AESLC else."""
-    if preset not in ("demo", "tiny"):
+    """The demo corpus for the demo, smoke and tiny presets (a one-line error where it is absent), the Hub's AESLC
+    else."""
+    if preset not in ("demo", "smoke", "tiny"):
         return "aeslc"
     if not DEMO_CORPUS.is_dir():
         raise PreflightError(
@@ -117,7 +136,7 @@ def main(args: Arguments) -> dict:
     # Start: the settings (command line over preset), Accelerator (precision as launched), seed; the model's options
     # (the copy mechanism above all) checked before any data is read.
     run = start("summarize", args, SUMMARIZATION_PRESETS)
-    settings = run.settings
+    settings, held_out = run.settings, {}
     check_model_options(settings)
     dataset = settings.dataset or default_dataset(settings.preset)
 
@@ -132,20 +151,26 @@ def main(args: Arguments) -> dict:
                     settings.validation_file,
                     settings.test_file,
                 )
+                if Path(dataset).is_file():  # one file of documents and summaries: its own held-out rows
+                    corpus, held_out = hold_out(corpus)
                 corpus = as_pairs(corpus)
-    check_before_training(run, corpus, dataset, "--dataset")
+    suppliers = {"validation": "--validation-file", "test": "--test-file"}
+    check_before_training(run, corpus, dataset, "--dataset", suppliers)
 
     # Tokenizer (trained on the training split, or --init-from's) and model (with or without the copy mechanism),
     # decoding as a summarizer (`DECODING["summarization"]`) whatever its size.
-    tokenizer = build_tokenizer(run, corpus["train"], SIDES, dataset)
+    tokenizer = build_tokenizer(
+        run, corpus["train"], SIDES, dataset, BpeOptions(prefix_space=True, lowercase=bool(settings.lowercase))
+    )
     build_model(run, **({} if settings.init_from else {"decoding": "summarization"}))
 
-    # The metric: ROUGE-1 of greedy summaries in validation, ROUGE of the beam search at the end (predictions.jsonl).
+    # The metric: ROUGE of greedy summaries in validation (--best-checkpoint-metric may choose the final model by
+    # one of them), ROUGE of the beam search at the end (predictions.jsonl).
     def validation_rouge(model, items) -> dict:
         figures, _ = summarize_and_score(
             model, tokenizer, items["text"], items["references"], settings.max_source_tokens, False, num_beams=1
         )
-        return {"valid_rouge1": figures["rouge1"]}
+        return {f"valid_{name}": figures[name] for name in ROUGE_TYPES}
 
     def evaluate(model, items) -> tuple[dict, list[dict]]:
         figures, predictions = summarize_and_score(
@@ -166,12 +191,14 @@ def main(args: Arguments) -> dict:
         "task": "summarization",
         "dataset": dataset,
         "pointer_generator": run.model.config.pointer_generator,
+        "lowercase": reads_lowercase(tokenizer),
         "max_source_tokens": settings.max_source_tokens,
         "max_target_tokens": settings.max_target_tokens,
+        **({"held_out": held_out} if held_out else {}),
     }
     return train_and_evaluate(run, corpus, SIDES, validation_rouge, evaluate, extra)
 
 
 if __name__ == "__main__":
-    (arguments,) = HfArgumentParser(Arguments).parse_args_into_dataclasses()
+    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0])
     run_recipe(main, arguments, "summarize")

@@ -20,6 +20,7 @@ from summarize import DEMO_CORPUS
 from hf_vanilla.data.summaries import load_summarization_corpus
 from hf_vanilla.decoding import ModelLoadError, load_for_decoding, recorded_input_limit
 from hf_vanilla.evaluation.summarization import tune_decoding
+from hf_vanilla.flag_bounds import bound_problem, bound_problems
 from hf_vanilla.training.collectives import error_line
 
 # flag -> (generate()'s keyword, type, least value)
@@ -56,11 +57,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", help="Also write every row and the choice to this file.")
     args = parser.parse_args(argv)
     for flag, (name, _, least) in GRID_FLAGS.items():
-        if least is not None and any(value < least for value in getattr(args, name) or ()):
+        smallest = min(getattr(args, name) or (), default=None)
+        if least is not None and bound_problem(flag, smallest, least):
             parser.error(f"{flag} values must be at least {least}, got {getattr(args, name)}")
-    for flag in ("max_items", "max_source_tokens"):
-        if getattr(args, flag) is not None and getattr(args, flag) < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    problems = bound_problems(vars(args), {"max_items": 1, "max_source_tokens": 2})
+    if problems:
+        parser.error(problems[0])
     return args
 
 

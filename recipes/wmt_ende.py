@@ -12,12 +12,11 @@ Shared BPE -> token-budget batches -> the paper's Adam and schedule (validation 
 
 from dataclasses import dataclass, field
 
-from transformers import HfArgumentParser
-
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
 from hf_vanilla.evaluation.translation import translate_and_score
 from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.collectives import agreed_failure
+from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import WMT_PRESETS
 from hf_vanilla.training.run import (
@@ -29,23 +28,30 @@ from hf_vanilla.training.run import (
     train_and_evaluate,
 )
 
+# The presets whose default corpus is the offline Bible demo corpus.
+OFFLINE_PRESETS = ("demo", "smoke", "tiny")
+
 
 @dataclass
 class Arguments(RunSettings):
     preset: str = field(
         default="demo",
-        metadata={"help": "base, big, big_enfr (the paper) or demo (offline Bible corpus, 2 CPU cores)."},
+        metadata={
+            "help": "base, big, big_enfr (the paper), demo (offline Bible corpus, 2 CPU cores, 12 minutes), smoke (a "
+            "one-minute try of every step, offline) or tiny (tests)."
+        },
     )
     dataset: str | None = field(
         default=None,
         metadata={
             "help": "wmt14, bible, a folder of train/valid/test.{en,de} files, or JSONL/parquet with a "
-            "`translation` column. Default: bible for demo, wmt14 otherwise."
+            "`translation` column. Default: bible for demo, smoke and tiny, wmt14 otherwise."
         },
     )
-    source_lang: str = field(default="en")
-    target_lang: str = field(default="de")
+    source_lang: str = field(default="en", metadata={"help": "The language translated from (a wmt14 pair's code)."})
+    target_lang: str = field(default="de", metadata={"help": "The language translated into (a wmt14 pair's code)."})
     moses_detokenize: bool = field(default=False, metadata={"help": "Undo Moses tokenization of the corpus first."})
+    METRICS = {"bleu": "valid_sacrebleu"}
 
 
 def main(args: Arguments) -> dict:
@@ -53,7 +59,7 @@ def main(args: Arguments) -> dict:
     run = start("wmt_ende", args, WMT_PRESETS)
     settings = run.settings
     languages = (settings.source_lang, settings.target_lang)
-    dataset = settings.dataset or ("bible" if settings.preset == "demo" else "wmt14")
+    dataset = settings.dataset or ("bible" if settings.preset in OFFLINE_PRESETS else "wmt14")
 
     # Data, and everything that can be checked before the first update.
     for main_turn in (True, False):  # the main process first (it prepares the datasets cache), then the others
@@ -88,5 +94,5 @@ def sides(pairs, languages: tuple[str, str]) -> tuple[list[str], list[str]]:
 
 
 if __name__ == "__main__":
-    (arguments,) = HfArgumentParser(Arguments).parse_args_into_dataclasses()
+    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0])
     run_recipe(main, arguments, "wmt_ende")

@@ -70,10 +70,11 @@ if __name__ == "__main__":
 
     if scenario == "publish":
         import wmt_ende
-        from transformers import HfArgumentParser
+
+        from hf_vanilla.training.flags import parse_settings
 
         run.check_hub = lambda repo_id, token=None: None
-        (arguments,) = HfArgumentParser(wmt_ende.Arguments).parse_args_into_dataclasses(sys.argv[3:])
+        arguments = parse_settings(wmt_ende.Arguments, sys.argv[3:])
         run.run_recipe(recorded(wmt_ende.main, output_dir), arguments, "wmt_ende")
     else:
         output_dir.mkdir(parents=True, exist_ok=True)

@@ -84,9 +84,9 @@ def test_tabs_follow_each_models_task(reversal_folder, parser_folder, tmp_path):
     tabs = [block for block in demo.blocks.values() if isinstance(block, gr.Tab)]
     assert [tab.label for tab in tabs] == [f"Translate: {reversal_folder}", "Parse", f"Translate: {reversal_folder}"]
     assert [tab.elem_id for tab in tabs] == ["translation-0-tab", "parsing-0-tab", "translation-1-tab"]
-    with pytest.raises(app.ModelLoadError, match="cannot load model"):
+    with pytest.raises(app.ModelLoadError, match="no model at .* \\(no such folder\\)"):
         app.build_app([str(tmp_path / "nowhere")])
-    with pytest.raises(SystemExit, match="hf-vanilla: cannot load model"):
+    with pytest.raises(SystemExit, match="hf-vanilla: no model at"):
         cli_main(["app", str(tmp_path / "nowhere")])
 
 
@@ -207,13 +207,15 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
         with torch.no_grad():
             p_gen = summarization_model(input_ids=source, decoder_input_ids=decoder, output_attentions=True).p_gen[0]
         assert [score for _, score in shaded if score is not None] == [round(1 - p, 3) for p in p_gen.tolist()]
-        # The document's tokens shaded by how much was copied from each: sum_t (1 - p_gen_t) a_t (last layer's
-        # cross-attention, mean of heads), relative to the largest.
+        # The document's tokens shaded by how much was copied from each: sum_t (1 - p_gen_t) a'_t, a'_t the last
+        # layer's cross-attention (mean of heads) renormalized over the tokens that are no special token (</s> is
+        # never copied), relative to the largest.
         with torch.no_grad():
             attention = summarization_model(
                 input_ids=source, decoder_input_ids=decoder, output_attentions=True
-            ).cross_attentions[-1][0]
-        copied = (1 - p_gen) @ attention.mean(0)
+            ).cross_attentions[-1][0].mean(0)
+        attention = attention * (source[0] > 2)
+        copied = (1 - p_gen) @ (attention / attention.sum(-1, keepdim=True))
         assert [token for token, score in sources if score is not None] == [*document.split(), "</s>"]
         assert [score for _, score in sources if score is not None] == [
             round(w, 3) for w in (copied / copied.max()).tolist()
@@ -267,11 +269,27 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def test_a_port_in_use_is_one_line_naming_the_flag(reversal_folder):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exit_:
+            cli_main(["app", str(reversal_folder), "--port", str(port)])
+    assert str(exit_.value.code) == f"hf-vanilla: port {port} is in use: choose another --port"
+
+
 def test_two_users_at_once_each_get_their_own_answer(reversal_folder):
+    from contextlib import redirect_stdout
+
     from gradio_client import Client
 
     port = _free_port()
-    demo = app.launch([str(reversal_folder)], "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    with redirect_stdout(io.StringIO()) as printed:
+        demo = app.launch([str(reversal_folder)], "127.0.0.1", port, prevent_thread_lock=True)
+    started = printed.getvalue()
+    assert f"serving the demo on http://127.0.0.1:{port}/" in started and "--share" in started
+    assert "launch()" not in started and "share=True" not in started
     try:
         url = f"http://127.0.0.1:{port}/"
         users = [Client(url, verbose=False) for _ in SENTENCES]
@@ -279,6 +297,35 @@ def test_two_users_at_once_each_get_their_own_answer(reversal_folder):
         assert [job.result(timeout=120)[0] for job in jobs] == list(SENTENCES.values())
     finally:
         demo.close()
+
+
+def test_the_api_names_every_output_takes_what_it_advertises_and_clears_an_old_answer(
+    reversal_folder, summarization_folder
+):
+    """gradio_client's view of the endpoints: every output has its label as name (no `value_35`), layer and head are
+    numbers, and a call with the advertised types answers; in the page, a request clears the previous answer first,
+    so that an error leaves none of it."""
+    from gradio_client import Client
+
+    port = _free_port()
+    demo = app.launch([str(reversal_folder), str(summarization_folder)], "127.0.0.1", port, prevent_thread_lock=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+        assert set(api) == {"/translation_0", "/summarization_0"}
+        for endpoint in api.values():
+            assert all(not r["label"].startswith("value_") for r in endpoint["returns"]), endpoint["returns"]
+        translate = {p["parameter_name"]: p["python_type"]["type"] for p in api["/translation_0"]["parameters"]}
+        assert translate["layer"] == translate["head"] == "float"
+        answer = client.predict("a b c", 2, 0.6, 2, 1, api_name="/translation_0")
+        assert answer[0] == "c b a"
+        labels = [r["label"] for r in api["/summarization_0"]["returns"]]
+        assert labels[0] == "Summary" and labels[-1] == "Note"
+    finally:
+        demo.close()
+    steps = demo.config["dependencies"]
+    clearing = [d for d in steps if d["api_visibility"] == "private" and not d["queue"] and not d["inputs"]]
+    assert len(clearing) >= 2  # one a tab, before its work (which is what the API calls)
 
 
 # --- the Space ------------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -79,7 +80,8 @@ def test_translate_errors_are_one_line(wmt_run, tmp_path):
     final = str(wmt_run[0] / "final")
     (tmp_path / "in.txt").write_text("Pierre Vinken will join the board .\n")
     for args, expected in (
-        (("translate", str(tmp_path / "no-model")), "cannot load model"),
+        (("translate", str(tmp_path / "no-model")), f"no model at {tmp_path / 'no-model'} (no such folder)"),
+        (("translate", str(wmt_run[0])), f"{wmt_run[0]} is a run folder; its model is {wmt_run[0] / 'final'}"),
         (("translate", final, "--input", str(tmp_path / "missing.txt")), "cannot read"),
         (("parse", final, "--input", str(tmp_path / "in.txt")), "not a parser"),
     ):
@@ -184,9 +186,9 @@ def test_summarize_flags_override_the_models_decoding(summarization_folder, tmp_
         str(tmp_path / "in.txt"),
         "--no-repeat-ngram-size",
         "0",
-        "--min-length",
+        "--min-new-tokens",
         "6",
-        "--max-length",
+        "--max-new-tokens",
         "8",
         "--num-beams",
         "1",
@@ -200,12 +202,14 @@ def test_summarize_flags_override_the_models_decoding(summarization_folder, tmp_
     assert cut == "o p q r s t u v".split()  # at most 8
 
 
-def test_summarize_takes_the_recipes_names_for_the_length_flags():
-    """`--min-new-tokens`/`--max-new-tokens` (the recipe's names) are `--min-length`/`--max-length`."""
+def test_summarize_spells_the_length_flags_as_the_recipe_does():
+    """`--min-new-tokens`/`--max-new-tokens`, the recipe's and tune_summary_decoding's names; no other spelling."""
     from hf_vanilla.cli import build_parser
 
     args = build_parser().parse_args(["summarize", "model", "--min-new-tokens", "3", "--max-new-tokens", "9"])
-    assert (args.min_length, args.max_length) == (3, 9)
+    assert (args.min_new_tokens, args.max_new_tokens) == (3, 9)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["summarize", "model", "--min-length", "3"])
 
 
 def test_summarize_reads_a_long_document_up_to_the_limit_with_a_warning(summarization_folder, tmp_path):
@@ -238,7 +242,7 @@ def test_summarize_reads_a_long_document_up_to_the_limit_with_a_warning(summariz
     ]
 
     huge = " ".join(["a"] * SUMMARY_INPUT_TOKENS)  # with </s>, one token over the default limit
-    by_default = summarize(summarization_folder, "--max-length", "2", stdin=f"{huge}\n")
+    by_default = summarize(summarization_folder, "--max-new-tokens", "2", stdin=f"{huge}\n")
     assert by_default.returncode == 0 and len(by_default.stdout.split()) == 2
     assert warnings(by_default) == [
         f"hf-vanilla: warning: stdin line 1: over {SUMMARY_INPUT_TOKENS} tokens (the default limit); only the first "
@@ -248,9 +252,9 @@ def test_summarize_reads_a_long_document_up_to_the_limit_with_a_warning(summariz
 
 def test_summarize_errors_are_one_line(summarization_folder, reversal_folder, tmp_path, monkeypatch):
     for args, expected in (
-        ((str(tmp_path / "no-model"),), "cannot load model"),
+        ((str(tmp_path / "no-model"),), "no model at"),
         ((str(reversal_folder),), "is a translation model, not a summarizer; use `hf-vanilla translate`"),
-        ((str(summarization_folder), "--min-length", "65"), "at least 65 and at most 64 tokens"),
+        ((str(summarization_folder), "--min-new-tokens", "65"), "at least 65 and at most 64 tokens"),
     ):
         result = summarize(*args, stdin="a b c\n")
         assert result.returncode != 0 and "Traceback" not in result.stderr
@@ -261,11 +265,43 @@ def test_summarize_errors_are_one_line(summarization_folder, reversal_folder, tm
     for args, expected in (
         (("--input", str(tmp_path / "missing.txt")), "hf-vanilla: cannot read"),
         (("--num-beams", "0"), "hf-vanilla: --num-beams must be at least 1, got 0"),
-        (("--max-length", "0"), "hf-vanilla: --max-length must be at least 1, got 0"),
-        (("--min-length", "-1"), "hf-vanilla: --min-length must be at least 0, got -1"),
+        (("--max-new-tokens", "0"), "hf-vanilla: --max-new-tokens must be at least 1, got 0"),
+        (("--min-new-tokens", "-1"), "hf-vanilla: --min-new-tokens must not be negative, got -1"),
         (("--max-input-tokens", "1"), "hf-vanilla: --max-input-tokens must be at least 2, got 1"),
         (("--no-repeat-ngram-size", "-1"), "hf-vanilla: --no-repeat-ngram-size must not be negative, got -1"),
     ):
         with pytest.raises(SystemExit) as exit:
             main(["summarize", str(summarization_folder), *args])
         assert str(exit.value.code).startswith(expected) and "\n" not in str(exit.value.code)
+
+
+def test_each_subcommand_refuses_a_model_of_another_task_in_one_line(reversal_folder, summarization_folder):
+    """translate, parse and summarize each run only their own task's models (a MarianMTModel translates), and name
+    the subcommand that runs the model given; before any input line is decoded."""
+    cases = [
+        ("translate", summarization_folder, "is a summarization model, not a translation; use `hf-vanilla summarize`"),
+        ("parse", summarization_folder, "is a summarization model, not a parser; use `hf-vanilla summarize`"),
+        ("summarize", reversal_folder, "is a translation model, not a summarizer; use `hf-vanilla translate`"),
+        ("parse", reversal_folder, "is a translation model, not a parser; use `hf-vanilla translate`"),
+    ]
+    for command, folder, expected in cases:
+        with pytest.raises(SystemExit) as exit_:
+            main([command, str(folder), "--input", str(Path(__file__))])
+        assert str(exit_.value.code) == f"hf-vanilla: {folder} {expected}"
+
+
+def test_numeric_flags_of_every_subcommand_are_checked_by_one_rule_before_anything_is_read(tmp_path):
+    """The CLI's one table of smallest values (cli.AT_LEAST), worded as the recipes' (flag_bounds): a ZeroDivision
+    or a negative tensor size was what --num-beams 0 / -3 gave translate before."""
+    missing = str(tmp_path / "missing")
+    for argv, expected in (
+        (["translate", missing, "--num-beams", "0"], "--num-beams must be at least 1, got 0"),
+        (["translate", missing, "--num-beams", "-3"], "--num-beams must be at least 1, got -3"),
+        (["translate", missing, "--max-input-tokens", "0"], "--max-input-tokens must be at least 2, got 0"),
+        (["parse", missing, "--batch-tokens", "0"], "--batch-tokens must be at least 1, got 0"),
+        (["average-checkpoints", missing, "--last", "0", "--output", missing], "--last must be at least 1, got 0"),
+        (["app", missing, "--port", "0"], "--port must be at least 1, got 0"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert str(exit_.value.code) == f"hf-vanilla: {expected}", argv

@@ -87,3 +87,30 @@ def test_a_broken_link_an_unknown_anchor_and_a_stray_image_are_reported(tmp_path
         "docs/other.md#nowhere: no heading #nowhere in docs/other.md",
         "b.png: images belong under docs/images",
     ]
+
+
+def test_the_docs_name_every_preset_subcommand_and_tab_the_code_has():
+    """Read from the code: every model preset in docs/model.md, every recipe preset (tests' `tiny` aside) in the
+    README's line of that recipe, every subcommand in the README's command line block, every app tab in docs/app.md."""
+    from hf_vanilla import PRESETS
+    from hf_vanilla.training.presets import PARSING_PRESETS, SUMMARIZATION_PRESETS, WMT_PRESETS
+    from hf_vanilla_cli import build_parser
+
+    model_page, readme = (ROOT / "docs" / "model.md").read_text(), (ROOT / "README.md").read_text()
+    assert [name for name in PRESETS if f"`{name}`" not in model_page] == []
+    for recipe, presets in (
+        ("wmt_ende", WMT_PRESETS),
+        ("ptb_parse", PARSING_PRESETS),
+        ("summarize", SUMMARIZATION_PRESETS),
+    ):
+        (line,) = [line for line in readme.splitlines() if line.startswith(f"accelerate launch recipes/{recipe}.py")]
+        listed = set(re.search(r"--preset \{([^}]*)\}", line).group(1).split(","))
+        assert listed == set(presets) - {"tiny"}, recipe
+    commands = build_parser()._subparsers._group_actions[0].choices
+    block = readme.split("## Command line")[1].split("```")[1]
+    assert [name for name in commands if f"hf-vanilla {name} " not in block] == []
+    app_page = (ROOT / "docs" / "app.md").read_text()
+    pytest.importorskip("gradio")
+    from hf_vanilla.app import TASKS
+
+    assert [label for label, _ in TASKS.values() if f"**{label}**" not in app_page] == []

@@ -180,3 +180,45 @@ def test_a_stop_signal_saves_at_the_next_update_and_exits_cleanly(stop, tmp_path
     step = json.loads((checkpoint / "trainer_state.json").read_text())["step"]
     assert 2 <= step < 1000 and step == logged_updates(output_dir)
     assert not (output_dir / "results.json").exists()  # a preempted run stops; --resume finishes it
+
+
+def processes_of(output_dir: Path) -> list[int]:
+    """The process ids whose command line names `output_dir` (the launcher and its training processes)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(output_dir).encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_stop_signal_to_the_launcher_alone_reaches_every_training_process(processes, tmp_path):
+    """SIGTERM to `accelerate launch` only (what `timeout` and schedulers send), not to its process group: every
+    training process saves its checkpoint and exits (before, the single process trained on, orphaned)."""
+    output_dir = tmp_path / "run"
+    command = [*LAUNCHERS[processes], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir)]
+    command += ["--max-steps", "100000", "--save-every", "100000"]
+    with (tmp_path / "run.log").open("w") as handle:
+        launcher = subprocess.Popen(
+            command, stdout=handle, stderr=subprocess.STDOUT, env=environment(), start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 600
+        while logged_updates(output_dir) < 2 and time.monotonic() < deadline and launcher.poll() is None:
+            time.sleep(0.05)
+        assert logged_updates(output_dir) >= 2, output_of(output_dir)
+        launcher.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 120
+        while processes_of(output_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = processes_of(output_dir)
+        assert not left, f"{left} still running 120 s after the launcher's SIGTERM\n{output_of(output_dir)}"
+    finally:
+        kill(launcher, output_dir)
+    (checkpoint,) = output_dir.glob("checkpoint-*")
+    step = json.loads((checkpoint / "trainer_state.json").read_text())["step"]
+    assert 2 <= step < 100000 and "SIGTERM received: stopped after update" in output_of(output_dir)

@@ -11,7 +11,12 @@ import torch
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.convert import ConversionError, to_marian
-from hf_vanilla.modeling_vanilla import VanillaPointerGenerator, sinusoidal_positions
+from hf_vanilla.modeling_vanilla import (
+    VanillaPointerGenerator,
+    dense_pointer_generator_log_probs,
+    pointer_generator_loss,
+    sinusoidal_positions,
+)
 
 from reversal import (
     assert_cache_changes_nothing,
@@ -89,10 +94,11 @@ def test_save_and_load_keep_the_pointer_generator(tmp_path):
 
 @pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
 def test_the_distribution_is_see_et_als_mixture_computed_by_hand(attn_implementation):
-    """exp(logits) sums to 1 and is P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: x_i = w} a_t,i, with a_t the last
+    """exp(logits) sums to 1 and is P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: x_i = w} a'_t,i, with a_t the last
     layer's cross-attention recomputed from its query and key projections, c_t = a_t h, p_gen from the gate's weights
-    over [c_t; s_t; x_t], and the copy summed by a loop over the source positions. The weights are drawn wider than
-    the initialisation (std 0.3), so that the attention is peaked and p_gen varies."""
+    over [c_t; s_t; x_t], a'_t the attention renormalized over the source tokens that are no special token (each
+    source ends with </s>, which is not copied), and the copy summed by a loop over the source positions. The weights
+    are drawn wider than the initialisation (std 0.3), so that the attention is peaked and p_gen varies."""
     torch.manual_seed(0)
     model = tiny_model(pointer_generator=True, attn_implementation=attn_implementation, init_std=0.3)
     ids, mask = batch(lengths=(7, 4, 6))
@@ -127,9 +133,10 @@ def test_the_distribution_is_see_et_als_mixture_computed_by_hand(attn_implementa
     p_gen = torch.sigmoid(gate + double["pointer_generator.gate.bias"]).squeeze(-1)
     probs = p_gen[..., None] * (state @ double["model.shared.weight"].T).softmax(-1)
     for row in range(ids.shape[0]):
-        for position in range(ids.shape[1]):
-            if mask[row, position]:
-                probs[row, :, ids[row, position]] += (1 - p_gen[row]) * attention[row, :, position]
+        copyable = [p for p in range(ids.shape[1]) if mask[row, p] and int(ids[row, p]) >= 3]  # not <pad> <s> </s>
+        total = attention[row][:, copyable].sum(-1)
+        for position in copyable:
+            probs[row, :, ids[row, position]] += (1 - p_gen[row]) * attention[row, :, position] / total
 
     assert float(p_gen.min()) < 0.5 < float(p_gen.max())  # copying and generating both prevail somewhere
     # Not uniform: each position's copy differs from one source token to another.
@@ -142,14 +149,32 @@ def test_the_distribution_is_see_et_als_mixture_computed_by_hand(attn_implementa
     torch.testing.assert_close(out.p_gen.double(), p_gen, rtol=0, atol=d_model * FLOAT32_EPS)
     # log P's error is P's relative error: float32 roundings through width-d_model products (logits of order 10).
     torch.testing.assert_close(log_probs, probs.log(), rtol=0, atol=10 * d_model * FLOAT32_EPS)
+    assert float(attention[0, :, 6].min()) > 0.01  # </s> of the first row is attended to, and yet not copied:
+    vocabulary_part = (p_gen[..., None] * (state @ double["model.shared.weight"].T).softmax(-1)).log()
+    torch.testing.assert_close(log_probs[..., 2], vocabulary_part[..., 2], rtol=0, atol=10 * d_model * FLOAT32_EPS)
 
 
-def dense_log_mixture(vocab_logits, attention, gate, source_ids) -> torch.Tensor:
-    """log P of See et al.'s mixture over the whole vocabulary at every position, in float64: P_copy(w) by
-    scatter-adding each source position's attention into its token's column (O(batch x target x vocab))."""
-    copy_probs = torch.zeros_like(vocab_logits).scatter_add(-1, source_ids[:, None, :].expand_as(attention), attention)
-    p_gen = torch.sigmoid(gate)[..., None]
-    return (p_gen * vocab_logits.softmax(-1) + (1 - p_gen) * copy_probs).log()
+def test_special_tokens_get_no_copy_mass_and_a_source_of_them_alone_only_generates():
+    """</s>, <s>, <pad> and <unk> (the config's ids) inside a source are attended to but never copied: their columns
+    hold p_gen P_vocab alone and the rest of the copy is renormalized (the distribution sums to 1); a source of
+    special tokens alone gives p_gen = 1 and P = P_vocab. Copying them (the copy not renormalized) fails this."""
+    torch.manual_seed(0)
+    model = tiny_model(pointer_generator=True, init_std=0.3, unk_token_id=3)
+    assert model.pointer_generator.uncopyable_ids == [0, 1, 2, 3]
+    ids = torch.tensor([[17, 3, 1, 2, 2, 40, 2], [3, 2, 1, 2, 0, 0, 0]])
+    mask = (torch.arange(7) < torch.tensor([[7], [4]])).long()  # the second row: specials only, then padding
+    decoder = torch.tensor([[1, 17, 40], [1, 5, 6]])
+    out = model(input_ids=ids, attention_mask=mask, decoder_input_ids=decoder)
+    vocabulary = model.lm_head(model.model(input_ids=ids, attention_mask=mask, decoder_input_ids=decoder)[0])
+    log_vocab = vocabulary.float().log_softmax(-1)
+    special = [0, 1, 2, 3]
+    assert float(out.copy_attention[0][:, [1, 2, 3, 4, 6]].abs().max()) == 0  # a'_t: no mass on specials
+    torch.testing.assert_close(out.copy_attention.sum(-1)[0], torch.ones(3))
+    torch.testing.assert_close(out.logits[0][:, special], out.p_gen[0, :, None].log() + log_vocab[0][:, special])
+    torch.testing.assert_close(out.logits.exp().sum(-1), torch.ones(2, 3))
+    assert bool((out.p_gen[1] == 1).all()) and bool((out.copy_attention[1] == 0).all())
+    torch.testing.assert_close(out.logits[1], log_vocab[1])
+    assert float(out.p_gen[0].max()) < 1  # the first row copies (17 and 40)
 
 
 def test_the_source_columns_mixture_is_the_dense_mixture_with_its_gradients():
@@ -168,6 +193,7 @@ def test_the_source_columns_mixture_is_the_dense_mixture_with_its_gradients():
     ids[1, [2, 5]] = 23  # twice
     ids[1, 6:], ids[2, 4:] = 0, 0  # padding
     mask = ids != 0
+    ids[0, 8], ids[1, 5], ids[2, 3] = 2, 2, 2  # each source ends with </s>, attended to and never copied
     vocab_logits = (4 * torch.randn(rows, target, vocab)).requires_grad_()
     scores = (3 * torch.randn(rows, target, source)).requires_grad_()
     encoder_states = torch.randn(rows, source, d_model)
@@ -178,7 +204,8 @@ def test_the_source_columns_mixture_is_the_dense_mixture_with_its_gradients():
     def attention_of(scores):
         return scores.masked_fill(~mask[:, None, :], -math.inf).softmax(-1)
 
-    log_probs, p_gen = pointer(vocab_logits, attention_of(scores), encoder_states, decoder_states, embeddings, ids)
+    mixture = pointer(vocab_logits, attention_of(scores), encoder_states, decoder_states, embeddings, ids)
+    log_probs, p_gen = mixture.log_probs, mixture.p_gen
     (log_probs.double() * weighting).sum().backward()
 
     leaves = [x.detach().double().requires_grad_() for x in (vocab_logits, scores, decoder_states)]
@@ -187,7 +214,9 @@ def test_the_source_columns_mixture_is_the_dense_mixture_with_its_gradients():
     gate = (torch.cat([attention @ encoder_states.double(), leaves[2], embeddings.double()], -1) @ weight.T + bias)[
         ..., 0
     ]
-    expected = dense_log_mixture(leaves[0], attention, gate, ids)
+    copied_attention = attention * (ids != 2)[:, None, :]
+    copied_attention = copied_attention / copied_attention.sum(-1, keepdim=True)  # a'_t
+    expected = dense_pointer_generator_log_probs(leaves[0], torch.sigmoid(gate), copied_attention, ids)
     (expected * weighting).sum().backward()
 
     assert float(p_gen.detach().min()) < 0.5 < float(p_gen.detach().max())  # copying and generating both prevail
@@ -197,7 +226,7 @@ def test_the_source_columns_mixture_is_the_dense_mixture_with_its_gradients():
         (expected.detach() - leaves[0].detach().log_softmax(-1) - torch.sigmoid(gate)[..., None].log())[copied].max()
         > 1
     )
-    sums = dict(depth=4, width=max(3 * d_model, vocab))  # gate, softmax, copy mass, log of the mixture
+    sums = dict(depth=5, width=max(3 * d_model, vocab))  # gate, softmax, renormalized copy mass, log of the mixture
     float32 = dict(dtype=torch.float32, **sums)  # compared in float64, to float32's rounding
     assert_close_up_to_rounding(log_probs.detach().double(), expected.detach(), **float32)
     assert_close_up_to_rounding(p_gen.detach().double(), torch.sigmoid(gate).detach(), **float32)
@@ -455,3 +484,65 @@ def test_the_rows_length_bounds_reach_generate(summarization_model, monkeypatch)
     model.generation_config = VanillaGenerationConfig.from_model_config(model.config)
     lengths = [len(tokens) for tokens in summaries(model, [short, long])]
     assert 8 <= lengths[0] <= 12 and lengths[1] == 10
+
+
+# --- the losses -----------------------------------------------------------------------------------------------------
+
+
+def pointer_loss_case():
+    """A tiny pointer-generator's forward pass over a batch whose targets are partly copyable (17 and 40 are in the
+    first source, 5 in none), its `CopyMixture`, and the pieces to recompute its losses by hand in float64."""
+    torch.manual_seed(0)
+    model = tiny_model(pointer_generator=True, init_std=0.3)
+    ids = torch.tensor([[17, 33, 40, 2], [8, 9, 2, 0]])
+    mask = (ids != 0).long()
+    labels = torch.tensor([[17, 5, 40, 2], [9, 5, 2, 0]])
+    outputs = {}
+    handle = model.pointer_generator.register_forward_hook(lambda module, args, output: outputs.update(m=output))
+    model(input_ids=ids, attention_mask=mask, labels=labels)
+    handle.remove()
+    return outputs["m"], labels, model
+
+
+@pytest.mark.parametrize("smoothing", ["mixture", "vocabulary"])
+@pytest.mark.parametrize("force_copy", [False, True])
+def test_pointer_generator_losses_are_their_equations(smoothing, force_copy):
+    """-(1 - eps) log P(y) - eps mean_w log Q(w) per label token, Q the mixture or the vocabulary softmax, and with
+    force_copy log P(y) replaced by log((1 - p_gen) copy mass of y) where the source holds y; recomputed in float64
+    from the mixture's own parts (the vocabulary logits, p_gen, a'_t, the source ids) and the dense equation."""
+    mixture, labels, _ = pointer_loss_case()
+    epsilon = 0.1
+    loss = pointer_generator_loss(mixture, labels, epsilon, 0, smoothing=smoothing, force_copy=force_copy)
+    z, p_gen = mixture.vocab_logits.detach().double(), mixture.p_gen.detach().double()
+    a = mixture.copy_attention.detach().double()
+    log_p = dense_pointer_generator_log_probs(z, p_gen, a, mixture.source_ids)
+    total, count = 0.0, 0
+    for row in range(labels.shape[0]):
+        for t in range(labels.shape[1]):
+            y = int(labels[row, t])
+            if y == 0:
+                continue
+            copy_mass = sum(float(a[row, t, i]) for i in range(4) if int(mixture.source_ids[row, i]) == y)
+            target = log_p[row, t, y]
+            if force_copy and copy_mass > 0:
+                target = torch.log((1 - p_gen[row, t]) * copy_mass)
+            q = log_p[row, t] if smoothing == "mixture" else z[row, t].log_softmax(-1)
+            total += float(-(1 - epsilon) * target - epsilon * q.mean())
+            count += 1
+    assert math.isclose(float(loss.detach()), total / count, rel_tol=1e-5)
+
+
+def test_vocabulary_smoothing_leaves_the_gate_to_the_targets_and_mixture_smoothing_pulls_it_to_generate():
+    """The smoothing term's gradient into the gate (p_gen's bias b): none when the smoothing spreads over the
+    vocabulary softmax; with it on the mixture, towards generating (the term's gradient in b is negative: the mean
+    log P over the vocabulary grows with p_gen)."""
+    mixture, labels, model = pointer_loss_case()
+    bias = model.pointer_generator.gate.bias
+    smoothing_term = {}
+    for smoothing in ("mixture", "vocabulary"):
+        full = pointer_generator_loss(mixture, labels, 0.1, 0, smoothing=smoothing)
+        none = pointer_generator_loss(mixture, labels, 0.0, 0, smoothing=smoothing)
+        (grad,) = torch.autograd.grad(full - 0.9 * none, bias, retain_graph=True, allow_unused=True)
+        smoothing_term[smoothing] = 0.0 if grad is None else float(grad)
+    assert abs(smoothing_term["vocabulary"]) < 1e-7  # zero up to the rounding of full - 0.9 none
+    assert smoothing_term["mixture"] < -1e-4

@@ -21,6 +21,7 @@ from hf_vanilla.data.corpora import load_translation_corpus
 from hf_vanilla.parsing import parse_tree
 from hf_vanilla.tokenization import TokenizerMismatch
 from hf_vanilla.training.arguments import RunSettings
+from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.preflight import PreflightError
 
 from runs import RECIPES, WMT_SAMPLE, recipe, require, wmt_args
@@ -123,13 +124,12 @@ def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run
 
 
 def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_preset():
-    from transformers import HfArgumentParser
-
     from hf_vanilla.training.arguments import peak_learning_rate, resolve
     from hf_vanilla.training.presets import WMT_PRESETS
 
     for name in ("wmt_ende", "ptb_parse"):
-        (args,) = HfArgumentParser(recipe(name).Arguments).parse_args_into_dataclasses(
+        args = parse_settings(
+            recipe(name).Arguments,
             [
                 "--preset",
                 "demo",
@@ -293,6 +293,24 @@ def test_under_accelerate_launch_a_missing_split_is_one_line_without_traceback(t
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("wmt_ende: ") and "no 'test' split" in last and "--eval-split" in last
+
+
+def test_the_hub_out_of_reach_is_one_line_naming_the_offline_corpora(tmp_path):
+    """`--preset base` reads the Hub's wmt14; with the Hub out of reach (HF_HUB_OFFLINE, nothing cached) the real
+    recipe process stops in one line, exit 1, naming the dataset and the offline alternatives."""
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, str(RECIPES / "wmt_ende.py"), "--preset", "base", "--output-dir", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "wmt_ende: --dataset wmt14: the Hugging Face Hub could not be reached and no copy of it is cached; offline, "
+        "give --dataset bible (the offline demo corpus), a folder of train/valid/test.{en,de} files or a JSONL file"
+    )
 
 
 def test_push_to_hub_without_a_token_or_network_stops_before_training(tmp_path, monkeypatch):

@@ -2,6 +2,7 @@
 the package does: the reversal model's greedy and beam decodings of a padded batch, token for token."""
 
 import json
+import os
 
 import torch
 
@@ -30,3 +31,55 @@ def test_remote_code_load_decodes_identically_and_refuses_without_trust(reversal
 
     refused = run_loader(folder, False, ids)
     assert refused["error"] == "ValueError" and "trust_remote_code" in refused["message"]
+
+
+TOKENIZER_LOADER = """
+import sys, json, importlib.abc
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "hf_vanilla" or name.startswith("hf_vanilla."):
+            raise ImportError("hf_vanilla is not installed here")
+sys.meta_path.insert(0, Block())
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+model = AutoModelForSeq2SeqLM.from_pretrained(sys.argv[1], trust_remote_code=True)
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1], trust_remote_code=True)
+ids = tokenizer(sys.argv[2])["input_ids"]
+print(json.dumps({"ids": ids, "text": tokenizer.decode(ids, skip_special_tokens=True), "model": type(model).__name__}))
+"""
+
+
+def test_the_readmes_two_lines_load_model_and_tokenizer_without_the_package_and_without_a_prompt(
+    reversal_model_dir, tmp_path
+):
+    """The README's lines for a machine without hf_vanilla, `AutoModelForSeq2SeqLM` and `AutoTokenizer` each with
+    trust_remote_code=True, in a process that cannot import the package and has no terminal: no "Do you wish to run
+    the custom code?" prompt, and the tokenizer applies what its files say (a summarization tokenizer's lower case
+    and prefix space) as the package's own does."""
+    import shutil
+    import subprocess
+    import sys
+
+    from hf_vanilla.tokenization import train_shared_bpe
+
+    folder = tmp_path / "model"
+    shutil.copytree(reversal_model_dir, folder)
+    texts = ["The Agreement is attached", "see the agreement\nattached"] * 20
+    tokenizer = train_shared_bpe(texts, 300, show_progress=False, prefix_space=True, lowercase=True)
+    tokenizer.save_pretrained(folder)
+    text = "Agreement\n\nATTACHED"
+    done = subprocess.run(
+        [sys.executable, "-c", TOKENIZER_LOADER, str(folder), text],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "HF_HUB_OFFLINE": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Do you wish to run the custom code" not in done.stdout + done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded == {
+        "ids": tokenizer(text)["input_ids"],
+        "text": " agreement attached",
+        "model": "VanillaTransformerForConditionalGeneration",
+    }

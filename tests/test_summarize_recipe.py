@@ -14,7 +14,8 @@ import pytest
 import torch
 from datasets import Dataset, DatasetDict
 from huggingface_hub import ModelCard
-from transformers import AutoTokenizer, HfArgumentParser
+from safetensors.torch import load_file
+from transformers import AutoTokenizer
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.cards import check_card, expected_metrics
@@ -24,6 +25,7 @@ from hf_vanilla.evaluation import summarization
 from hf_vanilla.evaluation.rouge import compute_rouge
 from hf_vanilla.hub import build_hub_folder
 from hf_vanilla.training.arguments import resolve
+from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
 
@@ -125,6 +127,89 @@ def test_truncation_counts_match_an_independent_count_with_the_runs_tokenizer(su
     assert results["truncated"]["train"]["targets_truncated"] > 0
 
 
+def test_the_copyable_share_of_each_split_is_recounted_with_the_runs_tokenizer(summary_run, corpus):
+    """results.json's `copyable`: per split, the share of summary tokens (cut to 8, </s> not counted) that occur in
+    their document as the model reads it (cut to 24), special tokens never counted; recounted here by hand. The
+    summaries are their documents' first words, so with the tokenizer's prefix space every first token is found."""
+    folder, results = summary_run
+    tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
+    special = set(tokenizer.all_special_ids)
+    for split, file in (("train", "train"), ("validation", "dev"), ("evaluation", "test")):
+        found = total = first = 0
+        rows = read_jsonl(corpus[file])
+        for row in rows:
+            source = set(tokenizer(row["document"])["input_ids"][:23]) - special
+            summary = [t for t in tokenizer(row["abstract"])["input_ids"][:7] if t not in special]
+            found, total = found + sum(t in source for t in summary), total + len(summary)
+            first += summary[0] in source
+        assert results["copyable"][split] == {
+            "summary_tokens_in_source": round(100 * found / total, 2),
+            "first_token_in_source": round(100 * first / len(rows), 2),
+            "tokens_per_summary": round(total / len(rows), 2),
+            "pairs": len(rows),
+        }, split
+    assert results["copyable"]["train"]["first_token_in_source"] == 100.0
+    assert results["lowercase"] is True
+
+
+def test_one_file_alone_runs_with_its_own_held_out_rows_recorded(corpus, tmp_path):
+    """--dataset FILE with no --validation-file or --test-file: validation and test rows are held out of it (seeded,
+    5% each), recorded in results.json, and none of them is trained on."""
+    results = recipe("summarize").main(
+        summarize_args(tmp_path / "one", corpus, validation_file=None, test_file=None, max_steps=2, eval_every=2)
+    )
+    assert results["held_out"] == {"validation": 6, "test": 6, "train": 108, "seed": 0}
+    assert results["eval_items"] == 6 and results["steps"] == 2
+    tested = {row["source"] for row in read_jsonl(tmp_path / "one" / "predictions.jsonl")}
+    assert tested <= {row["document"] for row in read_jsonl(corpus["train"])}
+
+
+def test_the_best_checkpoint_by_rouge_is_the_final_model_and_patience_stops_training(corpus, tmp_path):
+    """--best-checkpoint-metric rouge1 --final-model best --patience 1: best/ holds the update with the highest
+    validation ROUGE-1 (the first of equals), final/ is that model, and training stops at the first validation that
+    does not improve on it; each recomputed from the run's own log."""
+    folder = tmp_path / "best"
+    flags = dict(
+        max_steps=12, best_checkpoint_metric="rouge1", final_model="best", patience=1, eval_metric_sentences=6
+    )
+    results = recipe("summarize").main(summarize_args(folder, corpus, **flags))
+    scores = [(e["step"], e["valid_rouge1"]) for e in read_jsonl(folder / "train_log.jsonl") if "valid_rouge1" in e]
+    best_step, best, stop = None, None, None
+    for step, score in scores:
+        if best is None or score > best:
+            best_step, best = step, score
+        elif stop is None:
+            stop = step
+    assert (results["best_step"], results["best_value"], results["steps"]) == (best_step, best, stop or 12)
+    assert results["stopped_early"] is (stop is not None) and results["best_checkpoint_metric"] == "rouge1"
+    assert results["final_model"] == "best" and results["averaged_checkpoints"] == []
+    final, kept = (load_file(folder / name / "model.safetensors") for name in ("final", "best"))
+    assert final.keys() == kept.keys() and all(torch.equal(final[k], kept[k]) for k in final)
+    assert "the checkpoint of update" in (folder / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (
+            dict(best_checkpoint_metric="bleu"),
+            "--best-checkpoint-metric must be one of loss, rouge1, rouge2, rougeL, rougeLsum, got 'bleu'",
+        ),
+        (
+            dict(best_checkpoint_metric="rouge1", eval_metric_sentences=0),
+            "--best-checkpoint-metric rouge1 decodes validation items: give --eval-metric-sentences N",
+        ),
+        (dict(final_model="best", eval_every=0), "--final-model best needs validation: give --eval-every N"),
+        (dict(final_model="last"), "--final-model must be one of average, best, got 'last'"),
+        (dict(patience=-1), "--patience must not be negative, got -1"),
+    ],
+)
+def test_best_checkpoint_settings_that_cannot_work_are_refused_in_one_line(flags, message):
+    with pytest.raises(PreflightError) as error:
+        resolve(recipe("summarize").Arguments(preset="tiny", **flags), SUMMARIZATION_PRESETS)
+    assert str(error.value) == message
+
+
 def test_truncation_keeps_the_first_tokens_and_the_end_of_sequence_in_training_and_decoding(summary_run, corpus):
     folder, _ = summary_run
     tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
@@ -168,8 +253,8 @@ def test_the_card_carries_the_rouge_of_results_and_the_corpus_terms(summary_run,
 
 
 def test_without_the_copy_mechanism_the_flag_reaches_the_saved_model_and_its_card(corpus, summary_run, tmp_path):
-    (arguments,) = HfArgumentParser(recipe("summarize").Arguments).parse_args_into_dataclasses(
-        ["--no-pointer-generator", "--max-steps", "2", "--eval-every", "0"]
+    arguments = parse_settings(
+        recipe("summarize").Arguments, ["--no-pointer-generator", "--max-steps", "2", "--eval-every", "0"]
     )
     assert arguments.pointer_generator is False
     args = summarize_args(tmp_path / "plain", corpus, pointer_generator=False, max_steps=2, eval_every=0)
@@ -298,8 +383,9 @@ def test_presets_and_flags_resolve_to_the_settings_of_the_issue(tmp_path):
         128,
         None,
     )
-    (given,) = HfArgumentParser(summarize.Arguments).parse_args_into_dataclasses(
-        ["--num-beams", "2", "--no-repeat-ngram-size", "0", "--min-new-tokens", "3", "--max-source-tokens", "64"]
+    given = parse_settings(
+        summarize.Arguments,
+        ["--num-beams", "2", "--no-repeat-ngram-size", "0", "--min-new-tokens", "3", "--max-source-tokens", "64"],
     )
     flagged = resolve(given, SUMMARIZATION_PRESETS)
     assert flagged.decoding["num_beams"] == 2 and flagged.decoding["no_repeat_ngram_size"] == 0

@@ -1,9 +1,14 @@
-"""The shared BPE (`hf_vanilla.tokenization`): whole-piece tokens for the parser's bracket symbols."""
+"""The shared BPE (`hf_vanilla.tokenization`): whole-piece tokens for the parser's bracket symbols; the summarization
+tokenizers' prefix space and lower case, which make a summary's words copyable; the copyable share of a corpus."""
 
 from collections import Counter
 
+from transformers import AutoTokenizer
+
+from hf_vanilla.data.copyable import copyable_tokens
+from hf_vanilla.data.encoding import EncodedPairs
 from hf_vanilla.parsing import linearize, preprocess, read_treebank, tree_words
-from hf_vanilla.tokenization import train_shared_bpe
+from hf_vanilla.tokenization import reads_lowercase, train_shared_bpe
 
 
 def test_whole_piece_bpe_keeps_every_bracket_symbol_one_token_and_round_trips(treebank_dir):
@@ -24,3 +29,50 @@ def test_whole_piece_bpe_keeps_every_bracket_symbol_one_token_and_round_trips(tr
         for text in (linearized, words):
             assert tokenizer.decode(tokenizer(text)["input_ids"], skip_special_tokens=True) == text
     assert split > 1.5 * whole  # GPT-2's pre-tokenizer cuts "(NP" into "(" + "NP": 1.6 times the tokens
+
+
+SUBJECTS = ["Agreement attached", "Meeting moved to Friday", "Re: the agreement"]
+BODIES = ["Please see the\nagreement attached.", "The meeting  is moved to Friday,\r\nsee you", "Agreement: fine"]
+
+
+def summarization_tokenizer(**options):
+    return train_shared_bpe((SUBJECTS + BODIES) * 20, vocab_size=300, show_progress=False, **options)
+
+
+def test_prefix_space_and_lowercase_give_a_word_the_same_tokens_at_the_start_of_a_text_as_inside_it(tmp_path):
+    """With `prefix_space` and `lowercase` (the summarization presets'), "Agreement" opening a subject and "agreement"
+    inside a body are one token sequence, and so are "Friday," and "Friday"; without them they are not (what made a
+    subject's first word uncopyable). Decoding gives the text lower-cased, white space as one space, after a space."""
+    copyable = summarization_tokenizer(prefix_space=True, lowercase=True)
+    plain = summarization_tokenizer()
+    for subject, body in ((SUBJECTS[0], BODIES[0]), (SUBJECTS[1], BODIES[1])):  # "Agreement", "Meeting"
+        assert copyable(subject)["input_ids"][0] in copyable(body)["input_ids"]
+        assert plain(subject)["input_ids"][0] not in plain(body)["input_ids"]
+    assert copyable("Friday,")["input_ids"][0] == copyable("friday")["input_ids"][0]
+    text = " Agreement\n\nATTACHED,\tsee  you "
+    assert copyable.decode(copyable(text)["input_ids"], skip_special_tokens=True) == " agreement attached, see you"
+    assert plain.decode(plain(text)["input_ids"], skip_special_tokens=True) == text
+    assert reads_lowercase(copyable) and not reads_lowercase(plain)
+    assert not reads_lowercase(summarization_tokenizer(prefix_space=True))
+    # Saved in the tokenizer's files: AutoTokenizer (and so the CLI, the app, a Hub load) applies it unasked.
+    copyable.save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert loaded(text)["input_ids"] == copyable(text)["input_ids"] == copyable(" agreement attached, see you")[
+        "input_ids"
+    ]
+    assert reads_lowercase(loaded)
+
+
+def test_the_copyable_share_counts_summary_tokens_found_in_their_source_without_special_tokens():
+    """`copyable_tokens` against a count by hand: </s> (2) ends every side and is never counted, nor found; an
+    empty summary (only </s>) is left out."""
+    pairs = EncodedPairs.from_lists(
+        [[5, 6, 7, 2], [8, 9, 2], [5, 2]],
+        [[6, 10, 2], [11, 8, 8, 2], [2]],
+    )
+    assert copyable_tokens(pairs, [0, 1, 2, 3]) == {
+        "summary_tokens_in_source": round(100 * 3 / 5, 2),  # 6; 8 and 8 (11 and 10 are not there)
+        "first_token_in_source": 50.0,  # 6 yes, 11 no
+        "tokens_per_summary": 2.5,
+        "pairs": 2,
+    }

@@ -32,7 +32,7 @@ def load_translation_corpus(
     JSONL/parquet files with a `translation` column (a file, or a folder of `train.jsonl` etc.).
     `moses_detokenize` undoes Moses tokenization (`&apos;`, split punctuation) with sacremoses."""
     if name_or_path == "wmt14":
-        corpus = load_dataset("wmt14", wmt14_config(source_lang, target_lang))
+        corpus = load_hub_dataset("wmt14", wmt14_config(source_lang, target_lang), TRANSLATION_OFFLINE)
     elif name_or_path == "bible":
         corpus = bible_corpus()
     else:
@@ -41,6 +41,40 @@ def load_translation_corpus(
     if moses_detokenize:
         corpus = corpus.map(_MosesDetokenizer(source_lang, target_lang), batched=True, desc="Moses detokenization")
     return corpus
+
+
+# What a user without the Hub can give instead of a Hub corpus.
+TRANSLATION_OFFLINE = (
+    "--dataset bible (the offline demo corpus), a folder of train/valid/test.{en,de} files or a JSONL file"
+)
+# The names, in an error's class or its causes', of the Hub being out of reach (requests', httpx's, huggingface_hub's).
+_UNREACHABLE = {"ConnectionError", "ConnectError", "ConnectTimeout", "LocalEntryNotFoundError", "OfflineModeIsEnabled"}
+
+
+def _hub_unreachable(error: BaseException) -> bool:
+    """Whether `error` (or an error it was raised from) says the Hub could not be reached."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if any(cls.__name__ in _UNREACHABLE for cls in type(error).__mro__):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def load_hub_dataset(repo: str, config: str | None, offline: str, **kwargs) -> DatasetDict:
+    """`datasets.load_dataset(repo, config, **kwargs)`; where the Hub cannot be reached (no network, or
+    HF_HUB_OFFLINE with nothing cached), a ValueError in one line that names the dataset and what to give instead,
+    `offline` (e.g. TRANSLATION_OFFLINE), rather than datasets' traceback."""
+    try:
+        return load_dataset(repo, config, **kwargs)
+    except Exception as error:
+        if not _hub_unreachable(error):
+            raise
+        raise ValueError(
+            f"--dataset {repo}: the Hugging Face Hub could not be reached and no copy of it is cached; offline, give "
+            f"{offline}"
+        ) from None
 
 
 # The WMT14 translation tasks, as the Hub's `wmt14` names its configurations: "<other>-en" whatever the direction.

@@ -8,13 +8,19 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from datasets import Dataset, DatasetDict, load_dataset
 from tqdm.auto import tqdm
 
-from .corpora import SPLIT_NAMES
+from .corpora import SPLIT_NAMES, load_hub_dataset
+
+# What a user without the Hub can give instead of a Hub corpus.
+SUMMARIES_OFFLINE = (
+    "--dataset with a folder in AESLC's layout or a JSONL, CSV or parquet file (--text-column, --summary-column)"
+)
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +108,8 @@ def load_summarization_corpus(
 
 
 def _load_hub(name: str, hub: HubSummaries, text_column: str | None, summary_column: str | None) -> DatasetDict:
-    raw = load_dataset(hub.repo, hub.config, **({"revision": hub.revision} if hub.revision else {}))
+    revision = {"revision": hub.revision} if hub.revision else {}
+    raw = load_hub_dataset(hub.repo, hub.config, SUMMARIES_OFFLINE, **revision)
     text_column, summary_column = text_column or hub.text, summary_column or hub.summary
     splits = {}
     for split, data in raw.items():
@@ -259,6 +266,44 @@ def _checked(splits: dict[str, Dataset], name: str) -> DatasetDict:
         if len(data) == 0:
             raise SummaryDataError(f"{name}: the {split} split is empty")
     return DatasetDict(splits)
+
+
+# --- held-out splits of a single file --------------------------------------------------------------------------------
+
+# A split held out of a training file (`hold_out`): this share of its rows, at least one and at most HOLD_OUT_MOST.
+HOLD_OUT_SHARE, HOLD_OUT_MOST, HOLD_OUT_SEED = 0.05, 2000, 0
+
+
+def hold_out(corpus: DatasetDict, splits: tuple[str, ...] = ("validation", "test"), seed: int = HOLD_OUT_SEED):
+    """`corpus` with each of `splits` that it lacks held out of its train split, as transformers' run_summarization
+    does with --validation_split_percentage: HOLD_OUT_SHARE of the rows each (at least 1, at most HOLD_OUT_MOST),
+    chosen by a shuffle with `seed` (the same rows on every machine and run), the rest kept for training. Returns
+    the corpus and a record for results.json, {split: rows, ..., "train": rows kept, "seed": seed} ({} when nothing
+    was held out). `SummaryDataError` when the training split is too small to give them."""
+    missing = [split for split in splits if split not in corpus]
+    if not missing:
+        return corpus, {}
+    train = corpus["train"]
+    size = max(1, min(HOLD_OUT_MOST, round(HOLD_OUT_SHARE * len(train))))
+    if len(train) < size * len(missing) + 2:
+        raise SummaryDataError(
+            f"the training file has {len(train)} rows, too few to hold out {', '.join(missing)} rows from: give "
+            + " and ".join(f"--{split}-file" for split in missing)
+        )
+    order = np.random.default_rng(seed).permutation(len(train))
+    splits_out = dict(corpus)
+    for index, split in enumerate(missing):
+        splits_out[split] = train.select(sorted(order[index * size : (index + 1) * size]))
+    splits_out["train"] = train.select(sorted(order[len(missing) * size :]))
+    record = {split: size for split in missing} | {"train": len(splits_out["train"]), "seed": seed}
+    logger.info(
+        "Held out %s of the training file's %d rows (seed %d); %d rows left for training",
+        ", ".join(f"{size} {split}" for split in missing),
+        len(train),
+        seed,
+        record["train"],
+    )
+    return DatasetDict(splits_out), record
 
 
 # --- token ids -------------------------------------------------------------------------------------------------------

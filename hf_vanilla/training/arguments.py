@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
 from ..configuration_vanilla import VanillaTransformerConfig
+from ..flag_bounds import bound_problems
 from .preflight import PreflightError
 
 
@@ -34,10 +35,17 @@ class RunSettings:
         **dict.fromkeys(("max_steps", "max_tokens", "update_freq", "vocab_size", "warmup_steps", "num_beams"), 1),
         **dict.fromkeys(("save_every", "keep_last", "average_last", "log_every", "max_length"), 1),
         **dict.fromkeys(("eval_every", "eval_metric_sentences", "max_length_offset", "loss_chunk_tokens"), 0),
+        "patience": 0,
     }
     # The fields (source side, target side) whose values cut longer sequences to that many tokens, </s> kept, in every
     # split the run encodes (`training.run.encoded_split`, the counts recorded in results.json); None: no truncation.
     TRUNCATION: ClassVar[tuple[str, str] | None] = None
+    # The recipe's validation metrics, which --best-checkpoint-metric may name: metric -> the figure of its
+    # validation metric function (e.g. {"bleu": "valid_sacrebleu"}); "loss" (valid_loss) is every recipe's.
+    METRICS: ClassVar[dict[str, str]] = {}
+    # Whether the run counts, for each split it encodes, how many target tokens its source holds (the ceiling of a
+    # copy mechanism, `data.copyable`), logged and recorded in results.json.
+    COUNT_COPYABLE: ClassVar[bool] = False
 
     preset: str = setting("The recipe's preset (see --help of each recipe).", "demo")
     output_dir: str | None = setting("Checkpoints, tokenizer, logs, results.json.")
@@ -95,12 +103,25 @@ class RunSettings:
     average_last: int | None = setting("Checkpoints averaged into the final model.")
     log_every: int = setting("Updates between log lines.", 50)
     eval_every: int | None = setting(
-        "Updates between validation losses (train_log.jsonl, trackers); 0: none. The best checkpoint by "
-        "validation loss is kept in OUTPUT_DIR/best.",
+        "Updates between validation losses (train_log.jsonl, trackers); 0: none. The best checkpoint (by "
+        "--best-checkpoint-metric) is kept in OUTPUT_DIR/best.",
     )
-    eval_metric_sentences: int = setting(
-        "Also decode this many validation sentences (greedy) at each validation and score them (BLEU or EVALB F1).",
-        0,
+    eval_metric_sentences: int | None = setting(
+        "Also decode this many validation items (greedy) at each validation and score them (BLEU, EVALB F1 or "
+        "ROUGE). Default: the preset's, else 0."
+    )
+    best_checkpoint_metric: str | None = setting(
+        "The validation figure that chooses OUTPUT_DIR/best (fairseq's --best-checkpoint-metric): loss, or the "
+        "recipe's metric of greedy decodings of --eval-metric-sentences validation items (bleu for translation, f1 "
+        "for parsing, rouge1, rouge2, rougeL or rougeLsum for summarization). Default: the preset's, else loss."
+    )
+    final_model: str | None = setting(
+        "The model that is tested and saved as OUTPUT_DIR/final: average (of the last --average-last checkpoints, "
+        "the paper's) or best (OUTPUT_DIR/best, by --best-checkpoint-metric). Default: the preset's, else average."
+    )
+    patience: int | None = setting(
+        "Stop training once --best-checkpoint-metric has not improved for this many validations in a row "
+        "(fairseq's --patience; 0: never). Default: the preset's, else 0."
     )
     eval_split: str = setting("Held-out split scored at the end (test, validation).", "test")
     eval_sentences: int | None = setting("Score only the first N held-out sentences.")
@@ -148,6 +169,10 @@ class RunSettings:
 
 Settings = TypeVar("Settings", bound=RunSettings)  # a recipe's own subclass
 
+# What the run uses where neither the command line nor the preset gives a value.
+DEFAULTS = dict(best_checkpoint_metric="loss", final_model="average", patience=0, eval_metric_sentences=0)
+FINAL_MODELS = ("average", "best")
+
 # The values every preset must give (unless the command line does); max_steps may be left out by --max-train-minutes.
 REQUIRED = (
     "model_preset",
@@ -158,6 +183,36 @@ REQUIRED = (
     "save_every",
     "eval_every",
 )
+
+
+def best_checkpoint_problems(settings: RunSettings) -> list[str]:
+    """What makes --best-checkpoint-metric, --final-model and --patience unusable together with the other settings
+    (each one line), checked before any data is read."""
+    problems = []
+    metrics = ["loss", *settings.METRICS]
+    if settings.best_checkpoint_metric not in metrics:
+        problems.append(
+            f"--best-checkpoint-metric must be one of {', '.join(metrics)}, got {settings.best_checkpoint_metric!r}"
+        )
+    elif settings.best_checkpoint_metric != "loss" and not settings.eval_metric_sentences:
+        problems.append(
+            f"--best-checkpoint-metric {settings.best_checkpoint_metric} decodes validation items: give "
+            "--eval-metric-sentences N"
+        )
+    if settings.final_model not in FINAL_MODELS:
+        problems.append(f"--final-model must be one of {', '.join(FINAL_MODELS)}, got {settings.final_model!r}")
+    needs_validation = [
+        flag
+        for flag, used in (
+            ("--final-model best", settings.final_model == "best"),
+            ("--patience", bool(settings.patience)),
+        )
+        if used
+    ]
+    if needs_validation and settings.eval_every == 0 and not settings.eval_only:
+        verb = "need" if len(needs_validation) > 1 else "needs"
+        problems.append(f"{' and '.join(needs_validation)} {verb} validation: give --eval-every N")
+    return problems
 
 
 def peak_learning_rate(d_model: int, warmup_steps: int, lr_scale: float = 1.0) -> float:
@@ -182,16 +237,16 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
         timed = name == "max_steps" and args.max_train_minutes is not None
         if getattr(settings, name) is None and not timed:
             setattr(settings, name, value)
+    for name, value in DEFAULTS.items():
+        if getattr(settings, name) is None:
+            setattr(settings, name, value)
     problems = [f"preset {args.preset!r} gives no {name}" for name in REQUIRED if getattr(settings, name) is None]
+    problems += best_checkpoint_problems(settings)
     if settings.max_steps is None and settings.max_train_minutes is None:
         problems.append(f"preset {args.preset!r} gives no max_steps: give --max-steps or --max-train-minutes")
     if args.lr_scale is not None and args.learning_rate is not None:
         problems.append("give --lr-scale or --learning-rate, not both")
-    for name, least in settings.AT_LEAST.items():
-        value = getattr(settings, name)
-        if value is not None and value < least:
-            condition = f"be at least {least}" if least else "not be negative"
-            problems.append(f"--{name.replace('_', '-')} must {condition}, got {value}")
+    problems += bound_problems(vars(settings), settings.AT_LEAST)
     if settings.max_train_minutes is not None and settings.max_train_minutes <= 0:
         problems.append(f"--max-train-minutes must be positive, got {settings.max_train_minutes}")
     if settings.max_length_ratio is not None and 0 < settings.max_length_ratio < 1:

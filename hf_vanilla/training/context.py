@@ -24,8 +24,11 @@ class TrainingResult:
     padding_fraction: float
     mixed_precision: str
     batch_tokens: int
-    best_step: int | None = None
-    best_valid_loss: float | None = None
+    best_step: int | None = None  # the update of OUTPUT_DIR/best, the best validation by best_checkpoint_metric
+    best_valid_loss: float | None = None  # that update's validation loss
+    best_checkpoint_metric: str | None = None
+    best_value: float | None = None  # that update's best_checkpoint_metric
+    stopped_early: bool = False  # by --patience
     stopped_by_signal: str | None = None
     dynamo_backend: str = "no"  # torch.compile's backend (`accelerate launch --dynamo_backend` or --torch-compile)
     compiled_graphs: int = 0  # graphs torch.compile built in training: 1 plus its recompilations
@@ -36,8 +39,9 @@ class RunContext:
     """One run: `name` (the recipe's: the tracker's project, the default folder runs/NAME), `settings` (the command
     line merged with the preset, `training.arguments.resolve`), `accelerator`, `output_dir`; then, as the steps of
     `training.run` set them, `tokenizer` (`build_tokenizer`), `model` (`build_model`; after training, the averaged
-    model), `training` (what training did), `averaged` (the checkpoints averaged into OUTPUT_DIR/final) and `truncated`
-    (what encoding each split cut, where the recipe truncates)."""
+    model), `training` (what training did), `averaged` (the checkpoints averaged into OUTPUT_DIR/final), `truncated`
+    (what encoding each split cut, where the recipe truncates) and `copyable` (how much of each split's targets its
+    sources hold, where the recipe counts it)."""
 
     name: str
     settings: RunSettings
@@ -48,6 +52,7 @@ class RunContext:
     training: TrainingResult | None = None
     averaged: list[str] = field(default_factory=list)
     truncated: dict[str, dict] = field(default_factory=dict)  # split -> truncation counts (`run.encode_split`)
+    copyable: dict[str, dict] = field(default_factory=dict)  # split -> `data.copyable.copyable_tokens`
 
     @property
     def is_main_process(self) -> bool:

@@ -1,4 +1,4 @@
-"""The one Accelerate training loop of both recipes: token-budget batches, update frequency, the paper's optimiser and
+"""The one Accelerate training loop of every recipe: token-budget batches, update frequency, the paper's optimiser and
 schedule, mixed precision as launched, validation, a truthful progress bar, checkpoints, exact resume, and a clean
 stop on SIGTERM/SIGINT. `train` runs a `TrainingLoop`, whose methods are its named steps."""
 
@@ -47,11 +47,23 @@ class Progress:
     batch; and its tqdm bar (on the main process), over updates, or over minutes when the run is bounded by time
     only."""
 
-    STATE = ("step", "epoch", "position", "train_seconds", "tokens", "best_step", "best_valid_loss")
+    STATE = (
+        "step",
+        "epoch",
+        "position",
+        "train_seconds",
+        "tokens",
+        "best_step",
+        "best_valid_loss",
+        "best_value",
+        "validations_since_best",
+    )
 
     def __init__(self):
         self.step, self.epoch, self.position, self.train_seconds, self.tokens = 0, 0, 0, 0.0, 0
-        self.best_step, self.best_valid_loss = None, None
+        # The best validation so far by --best-checkpoint-metric (its value, its update and that update's loss), and
+        # the validations since, for --patience.
+        self.best_step, self.best_valid_loss, self.best_value, self.validations_since_best = None, None, None, 0
         self.by_minutes, self.bar = False, None
 
     def state_dict(self) -> dict:
@@ -162,6 +174,7 @@ class TrainingLoop:
         self.progress, self.signals = Progress(), StopSignals()
         self.log_file = run.output_dir / "train_log.jsonl"
         self.last_loss = math.nan
+        self.stopped_early = False
 
     def resume(self) -> None:
         """Continues from the newest complete checkpoint of the output folder, if any (dropping the log lines written
@@ -201,7 +214,7 @@ class TrainingLoop:
                 paused = time.perf_counter()
                 if self.validation is not None and settings.eval_every:
                     if progress.step % settings.eval_every == 0 or finished:
-                        self.validate()
+                        finished |= self.validate()
                 if progress.step % settings.save_every == 0 or finished:
                     self.checkpoint()
                 self.window_start += time.perf_counter() - paused  # validation and saving are not training speed
@@ -250,14 +263,15 @@ class TrainingLoop:
         progress.advance(self.elapsed())
 
     def should_stop(self, logging_now: bool) -> bool:
-        """Whether this update is the last: --max-steps reached, --max-train-minutes spent (checked when logging), or
-        a stop signal received by any process (agreed on every SIGNAL_CHECK_EVERY updates with several processes).
-        Every process takes part in the same collectives."""
+        """Whether this update is the last: --max-steps reached, --max-train-minutes spent, or a stop signal received
+        by any process; the clock and the signals are read after every update, and agreed on (one all-reduce each)
+        every SIGNAL_CHECK_EVERY updates with several processes, and when logging. Every process takes part in the
+        same collectives."""
         accelerator, settings, signals = self.accelerator, self.settings, self.signals
         finished = self.out_of_updates()
-        if settings.max_train_minutes is not None and logging_now:
-            finished |= any_process(accelerator, self.elapsed() > 60 * settings.max_train_minutes)
         stop_check = accelerator.num_processes == 1 or self.progress.step % SIGNAL_CHECK_EVERY == 0
+        if settings.max_train_minutes is not None and (stop_check or logging_now):
+            finished |= any_process(accelerator, self.elapsed() > 60 * settings.max_train_minutes)
         if stop_check and any_process(accelerator, signals.received is not None):
             finished = True
             signals.received = signals.received or "SIGTERM"
@@ -298,16 +312,38 @@ class TrainingLoop:
                 with self.log_file.open("a") as handle:
                     handle.write(json.dumps(metrics) + "\n")
 
-    def validate(self) -> None:
-        """The validation figures, logged; the model saved in OUTPUT_DIR/best when its loss is the lowest yet."""
-        progress = self.progress
+    def validate(self) -> bool:
+        """The validation figures, logged; the model saved in OUTPUT_DIR/best when its --best-checkpoint-metric is
+        the best yet (the lowest loss, the highest other figure). Returns whether --patience ends training here (the
+        same on every process: the figures are agreed on)."""
+        progress, settings = self.progress, self.settings
         figures = self.validation(self.accelerator, self.model)
         self.write_log({"step": progress.step, **figures})
         if self.accelerator.is_main_process:
             progress.write(f"update {progress.step}: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
-        if progress.best_valid_loss is None or figures["valid_loss"] < progress.best_valid_loss:
-            progress.best_step, progress.best_valid_loss = progress.step, figures["valid_loss"]
+        value = figures[metric_figure(settings)]
+        lower_is_better = settings.best_checkpoint_metric == "loss"
+        if progress.best_value is None or (
+            value < progress.best_value if lower_is_better else value > progress.best_value
+        ):
+            progress.best_step, progress.best_valid_loss, progress.best_value = (
+                progress.step,
+                figures["valid_loss"],
+                value,
+            )
+            progress.validations_since_best = 0
             save_model_folder(self.accelerator, self.model, self.context.output_dir / BEST_DIR, self.context.tokenizer)
+            return False
+        progress.validations_since_best += 1
+        if settings.patience and progress.validations_since_best >= settings.patience:
+            logger.info(
+                f"--patience {settings.patience}: {settings.best_checkpoint_metric} has not improved on update "
+                f"{progress.best_step}'s {progress.best_value} in {settings.patience} validations; stopping",
+                main_process_only=True,
+            )
+            self.stopped_early = True
+            return True
+        return False
 
     def checkpoint(self) -> None:
         """checkpoint-STEP, with the progress so far (`training.checkpoints.save_checkpoint`)."""
@@ -338,10 +374,22 @@ class TrainingLoop:
             batch_tokens=self.max_tokens,
             best_step=progress.best_step,
             best_valid_loss=progress.best_valid_loss,
+            best_checkpoint_metric=self.settings.best_checkpoint_metric if progress.best_step is not None else None,
+            best_value=progress.best_value,
+            stopped_early=self.stopped_early,
             stopped_by_signal=self.signals.received,
             dynamo_backend=self.backend,
             compiled_graphs=_compiled_graphs() - self.graphs_before if self.compiled else 0,
         )
+
+
+def metric_figure(settings: RunSettings) -> str:
+    """The validation figure that --best-checkpoint-metric names: valid_loss, or the recipe's (`METRICS`)."""
+    return (
+        "valid_loss"
+        if settings.best_checkpoint_metric == "loss"
+        else settings.METRICS[settings.best_checkpoint_metric]
+    )
 
 
 def _compiled_graphs() -> int:

@@ -48,16 +48,15 @@ def check_writable(folder: Path) -> None:
 
 
 def check_splits(corpus: Mapping, needed: dict[str, str], source: str) -> None:
-    """Each split of `needed` (split -> the flag that asks for it) is in `corpus` and holds examples (the recipes'
-    length and word-count limits may have left none)."""
+    """Each split of `needed` (split -> what the user can do without it, e.g. "choose another --eval-split") is in
+    `corpus` and holds examples (the recipes' length and word-count limits may have left none)."""
     available = sorted(corpus)
-    for split, flag in needed.items():
+    for split, remedy in needed.items():
         if split not in available:
-            raise PreflightError(
-                f"{source} has no {split!r} split (it has {', '.join(available) or 'none'}): choose another {flag}"
-            )
+            splits = ", ".join(available) or "none"
+            raise PreflightError(f"{source} has no {split!r} split (it has {splits}): {remedy}")
         if len(corpus[split]) == 0:
-            raise PreflightError(f"the {split!r} split of {source} is empty (after the recipe's limits): check {flag}")
+            raise PreflightError(f"the {split!r} split of {source} is empty (after the recipe's limits): {remedy}")
 
 
 def check_hub(repo_id: str, token: str | None = None) -> None:

@@ -32,11 +32,14 @@ figures, every setting), samples.jsonl and the card (`hf_vanilla.cards`, by `ext
 signal ends the run after its checkpoint.
 """
 
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import logging
 import os
 import platform
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -50,10 +53,12 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .. import VanillaTransformerForConditionalGeneration
 from ..cards import render_model_card
+from ..data.copyable import copyable_tokens
 from ..data.encoding import EncodedPairs, encode_truncated_pairs
 from ..hub import PublishError, build_hub_folder, push_model_folder
 from ..tokenization import (
     PROVENANCE_FILE,
+    BpeOptions,
     TokenizerMismatch,
     check_provenance,
     ensure_shared_tokenizer,
@@ -66,7 +71,7 @@ from .arguments import RunSettings, resolve
 from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
 from .collectives import StepError, agreed_failure, broadcast_value, error_line
 from .context import RunContext, TrainingResult
-from .loop import train
+from .loop import BEST_DIR, train
 from .preflight import (
     PreflightError,
     check_hub,
@@ -89,6 +94,7 @@ def run_recipe(main: Callable, args, name: str):
     """Runs a recipe's `main(args)`; an error the user can fix ends every process with one line on stderr (printed
     by the first process only) and exit status 1."""
     first_process = os.environ.get("RANK", "0") == "0"
+    follow_launcher()
     if hasattr(signal, "SIGXFSZ"):  # a file over the size limit: an OSError (handled) rather than a silent death
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     logging.basicConfig(
@@ -102,6 +108,24 @@ def run_recipe(main: Callable, args, name: str):
         return main(args)
     except USER_ERRORS as error:
         raise SystemExit(f"{name}: {error}" if first_process else 1) from None
+
+
+# Linux's prctl option that has the kernel send a signal to a process when its parent ends.
+PR_SET_PDEATHSIG = 1
+
+
+def follow_launcher() -> None:
+    """Under a launcher (`accelerate launch`, torchrun), asks the kernel (Linux) for SIGTERM when the launcher ends:
+    a stop signal sent to the launcher alone (a scheduler's SIGTERM, `timeout`) then reaches the training process,
+    which saves its checkpoint and exits as when signalled itself, instead of training on, orphaned. A process
+    started directly (python recipes/...) keeps running when its parent ends, as any program does."""
+    launched = "TORCHELASTIC_RUN_ID" in os.environ or any(key.startswith("ACCELERATE_") for key in os.environ)
+    if not launched or not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() == 1:  # the launcher ended before the request: its signal would never come
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def start(name: str, args: RunSettings, presets: dict[str, dict]) -> RunContext:
@@ -125,14 +149,20 @@ def start(name: str, args: RunSettings, presets: dict[str, dict]) -> RunContext:
     return RunContext(name, settings, accelerator, output_dir)
 
 
-def check_before_training(run: RunContext, corpus, source: str, flag: str) -> None:
+def check_before_training(
+    run: RunContext, corpus, source: str, flag: str, suppliers: dict[str, str] | None = None
+) -> None:
     """What can fail after hours, checked in seconds on every process: the splits the run reads (from `source`,
-    given by `flag`), the output folder, the Hub repo."""
+    given by `flag`; `suppliers` names the flag that gives each other split, e.g. {"test": "--test-file"}), the
+    output folder, the Hub repo."""
     settings = run.settings
     validate = settings.eval_every > 0 and not settings.eval_only
-    needed = {"train": flag, settings.eval_split: "--eval-split"}
+    needed = {"train": f"choose another {flag}", settings.eval_split: "choose another --eval-split"}
     if validate:
-        needed["validation"] = "--eval-every 0"
+        needed["validation"] = "validate nothing with --eval-every 0"
+    for split, supplier in (suppliers or {}).items():
+        if split in needed and split != "train":
+            needed[split] = f"give {supplier} or {needed[split]}"
     run_checks(
         run.accelerator,
         [
@@ -144,17 +174,17 @@ def check_before_training(run: RunContext, corpus, source: str, flag: str) -> No
 
 
 def build_tokenizer(
-    run: RunContext, train_split, languages: tuple[str, str], dataset: str, whitespace_only: bool = False
+    run: RunContext, train_split, languages: tuple[str, str], dataset: str, options: BpeOptions | None = None
 ) -> PreTrainedTokenizerFast:
     """`run.tokenizer`: the tokenizer of `--init-from` (recorded as such in OUTPUT_DIR/tokenizer), or the shared BPE
-    trained for this run on `train_split`'s `languages` (see `prepare_shared_tokenizer`); either way a tokenizer
-    folder from another run is refused. Where the recipe truncates sources (`RunSettings.TRUNCATION`), the limit is
-    its `model_max_length`, saved with every checkpoint and the final model, where `hf-vanilla summarize` and the
-    app read it (`decoding.recorded_input_limit`)."""
+    trained for this run on `train_split`'s `languages` with the BPE `options` (see `prepare_shared_tokenizer`);
+    either way a tokenizer folder from another run is refused. Where the recipe truncates sources
+    (`RunSettings.TRUNCATION`), the limit is its `model_max_length`, saved with every checkpoint and the final model,
+    where `hf-vanilla summarize` and the app read it (`decoding.recorded_input_limit`)."""
     settings, accelerator = run.settings, run.accelerator
     if settings.init_from is None:
         run.tokenizer = prepare_shared_tokenizer(
-            accelerator, run.output_dir, train_split, languages, settings.vocab_size, dataset, whitespace_only
+            accelerator, run.output_dir, train_split, languages, settings.vocab_size, dataset, options
         )
         return record_input_limit(run)
     folder = run.output_dir / "tokenizer"
@@ -190,13 +220,13 @@ def prepare_shared_tokenizer(
     languages: tuple[str, str],
     vocab_size: int,
     dataset: str,
-    whitespace_only: bool = False,
+    options: BpeOptions | None = None,
 ) -> PreTrainedTokenizerFast:
     """The run's tokenizer, in `output_dir/tokenizer`: trained once by the main process on the training split's
-    source and target text, with a record of what it was trained on (`dataset`, `languages`, `vocab_size`, a
-    fingerprint of the text); a later run (or `--resume`) reuses it only if that record matches, and otherwise stops
-    with `TokenizerMismatch` on every process (see `hf_vanilla.tokenization.ensure_shared_tokenizer`), as it does
-    when the folder cannot be written."""
+    source and target text with the BPE `options`, with a record of what it was trained on (`dataset`, `languages`,
+    `vocab_size`, the options, a fingerprint of the text); a later run (or `--resume`) reuses it only if that record
+    matches, and otherwise stops with `TokenizerMismatch` on every process (see
+    `hf_vanilla.tokenization.ensure_shared_tokenizer`), as it does when the folder cannot be written."""
     folder = Path(output_dir) / "tokenizer"
 
     def describe(error: BaseException) -> str:
@@ -204,7 +234,7 @@ def prepare_shared_tokenizer(
 
     with agreed_failure(accelerator, TokenizerMismatch, catch=(TokenizerMismatch, OSError), describe=describe):
         if accelerator.is_main_process:
-            ensure_shared_tokenizer(folder, train_split, languages, vocab_size, dataset, whitespace_only)
+            ensure_shared_tokenizer(folder, train_split, languages, vocab_size, dataset, options)
     return load_tokenizer(folder)
 
 
@@ -270,6 +300,14 @@ def encode_split(run: RunContext, pairs, languages: tuple[str, str], split: str)
             f"{limits[0]} tokens, {counts['targets_truncated']:,} targets cut to {limits[1]}",
             main_process_only=True,
         )
+    if run.settings.COUNT_COPYABLE:
+        run.copyable[split] = copyable = copyable_tokens(examples, run.tokenizer.all_special_ids)
+        logger.info(
+            f"Copyable ({split}): {copyable['summary_tokens_in_source']}% of the target tokens occur in their "
+            f"source as the model reads it, the first target token in {copyable['first_token_in_source']}% "
+            f"({copyable['tokens_per_summary']} tokens a target): the most a copy mechanism can copy",
+            main_process_only=True,
+        )
     return examples
 
 
@@ -324,8 +362,9 @@ def train_and_average(
     run: RunContext, corpus, languages: tuple[str, str], metric: Callable[[torch.nn.Module, object], dict]
 ) -> TrainingResult:
     """`run.model` trained on `corpus["train"]` (validated every --eval-every updates on `corpus["validation"]`;
-    `metric(model, pairs)` scores a few decoded validation pairs), then replaced by the average of the newest
-    checkpoints, loaded; sets and returns `run.training` (and `run.averaged`).
+    `metric(model, pairs)` scores a few decoded validation pairs), then replaced by the final model (--final-model:
+    the average of the newest checkpoints, or the best by --best-checkpoint-metric), loaded; sets and returns
+    `run.training` (and `run.averaged`).
     With --eval-only, the model stays as given; after a stop signal, the model as trained so far."""
     settings = run.settings
     if settings.eval_only:
@@ -338,7 +377,10 @@ def train_and_average(
         validation = validation_for(run, corpus["validation"], languages, lambda current: metric(current, held))
     run.training = train(run, examples, validation)
     if run.training.stopped_by_signal is None:
-        final, run.averaged = average_final(run.accelerator, run.output_dir, settings.average_last)
+        if settings.final_model == "best":
+            final = best_final(run.accelerator, run.output_dir)
+        else:
+            final, run.averaged = average_final(run.accelerator, run.output_dir, settings.average_last)
         run.model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
     return run.training
 
@@ -356,13 +398,13 @@ def train_and_evaluate(
     pairs of --eval-split: its figures and samples, {"source", "reference", "hypothesis"} each) and `finish` (with
     `extra`, the recipe's own results fields). A failure there stops every process; a stop signal in training ends
     the run at once (`end_run_after_stop_signal`). Returns results.json's record (on the main process)."""
+    held_out = first(corpus[run.settings.eval_split], run.settings.eval_sentences)
+    if run.settings.TRUNCATION is not None or run.settings.COUNT_COPYABLE:  # counted before training, as the others'
+        encode_split(run, held_out, languages, "evaluation")  # (the recipe's decoding cuts them at the same limit)
     training = train_and_average(run, corpus, languages, validation_metric)
     if end_run_after_stop_signal(run):
         return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
     results = {}
-    held_out = first(corpus[run.settings.eval_split], run.settings.eval_sentences)
-    if run.settings.TRUNCATION is not None:  # the evaluated sources' truncation counted as the others' (the recipe's
-        encode_split(run, held_out, languages, "evaluation")  # decoding cuts them at the same limit)
     with agreed_failure(run.accelerator, StepError, "could not finish the run", catch=(OSError, PublishError)):
         if run.is_main_process:
             model = run.model.to(run.accelerator.device).eval()
@@ -399,6 +441,20 @@ def average_final(accelerator: Accelerator, output_dir: Path, average_last: int)
             average_checkpoints(checkpoints, output_dir / "final")
             names = [p.name for p in checkpoints]
     return output_dir / "final", broadcast_value(accelerator, names)
+
+
+def best_final(accelerator: Accelerator, output_dir: Path) -> Path:
+    """OUTPUT_DIR/best (the best validation by --best-checkpoint-metric) copied whole into OUTPUT_DIR/final."""
+    final = output_dir / "final"
+    with agreed_failure(accelerator, CheckpointError, f"could not copy the best model into {final}", catch=(OSError,)):
+        if accelerator.is_main_process:
+            temporary = final.with_name(".tmp-final")
+            shutil.rmtree(temporary, ignore_errors=True)
+            shutil.copytree(output_dir / BEST_DIR, temporary)
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(temporary, final)
+    accelerator.wait_for_everyone()
+    return final
 
 
 def hardware_description(accelerator: Accelerator) -> str:
@@ -441,6 +497,7 @@ def results_record(run: RunContext, evaluation: dict, extra: dict) -> dict:
         **extra,
         **evaluation,
         **{k: v for k, v in vars(run.training).items()},
+        "final_model": settings.final_model,
         "averaged_checkpoints": run.averaged,
         "preset": settings.preset,
         "training_preset": settings.as_dict(),
@@ -454,6 +511,7 @@ def results_record(run: RunContext, evaluation: dict, extra: dict) -> dict:
         "init_from": settings.init_from,
         "eval_only": settings.eval_only,
         **({"truncated": run.truncated} if settings.TRUNCATION is not None else {}),
+        **({"copyable": run.copyable} if settings.COUNT_COPYABLE else {}),
         "command": " ".join(sys.argv),
     }
 

@@ -80,3 +80,29 @@ def test_bible_verses_are_aligned_and_held_out_every_25th():
     assert [r for i, r in enumerate(ordered) if i % BIBLE_HOLDOUT_EVERY == 0] == sorted(
         test_references, key=lambda r: tuple(int(n) for n in r.split(":"))
     )
+
+
+def test_a_hub_corpus_out_of_reach_is_one_line_naming_the_offline_corpora(monkeypatch):
+    """No network (or HF_HUB_OFFLINE with nothing cached): datasets' ConnectionError, after its retries, becomes one
+    line that names the dataset and what to give offline; another error of datasets is left as it is."""
+    from hf_vanilla.data import corpora, summaries
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'wmt14' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.setattr(corpora, "load_dataset", unreachable)
+    with pytest.raises(ValueError) as error:
+        corpora.load_translation_corpus("wmt14")
+    assert str(error.value) == (
+        "--dataset wmt14: the Hugging Face Hub could not be reached and no copy of it is cached; offline, give "
+        "--dataset bible (the offline demo corpus), a folder of train/valid/test.{en,de} files or a JSONL file"
+    )
+    with pytest.raises(ValueError, match="offline, give --dataset with a folder in AESLC's layout"):
+        summaries.load_summarization_corpus("aeslc")
+
+    def broken(*args, **kwargs):
+        raise KeyError("something else")
+
+    monkeypatch.setattr(corpora, "load_dataset", broken)
+    with pytest.raises(KeyError):
+        corpora.load_translation_corpus("wmt14")

@@ -318,3 +318,27 @@ def test_encoding_truncates_keeping_the_end_of_sentence_and_counts(aeslc, tokeni
     assert none_cut["sources_truncated"] == 0 and len(untruncated.source_ids) == sum(map(len, full_sources))
     with pytest.raises(ValueError, match="max_target_tokens must be at least 2"):
         encode_summaries(split, tokenizer, 64, 1)
+
+
+def test_a_single_file_gives_its_own_validation_and_test_rows_seeded_and_disjoint():
+    """`hold_out`: 5% of the rows each (at least 1), the same rows every time, none in two splits, none lost; a
+    split the corpus has is kept as it is; a file too small to give them is one line naming the flags."""
+    from datasets import Dataset, DatasetDict
+
+    from hf_vanilla.data.summaries import SummaryDataError, hold_out
+
+    train = Dataset.from_dict({"text": [f"document {i}" for i in range(100)], "summary": [str(i) for i in range(100)]})
+    corpus, record = hold_out(DatasetDict({"train": train}))
+    assert record == {"validation": 5, "test": 5, "train": 90, "seed": 0}
+    rows = {split: set(corpus[split]["summary"]) for split in ("train", "validation", "test")}
+    assert sum(map(len, rows.values())) == 100 and set.union(*rows.values()) == set(train["summary"])
+    assert hold_out(DatasetDict({"train": train}))[0]["test"]["summary"] == corpus["test"]["summary"]
+    given = DatasetDict({"train": train, "test": train.select(range(3))})
+    kept, record = hold_out(given)
+    assert kept["test"]["summary"] == ["0", "1", "2"] and record == {"validation": 5, "train": 95, "seed": 0}
+    with pytest.raises(SummaryDataError) as error:
+        hold_out(DatasetDict({"train": train.select(range(3))}))
+    assert str(error.value) == (
+        "the training file has 3 rows, too few to hold out validation, test rows from: give --validation-file and "
+        "--test-file"
+    )

@@ -1,0 +1,154 @@
+"""The `hf-vanilla` console script: its flags and help, read without importing torch, transformers or the
+hf_vanilla package (seconds of imports), so that `hf-vanilla --help`, `--version` and a mistyped flag answer at once;
+the subcommands themselves run in `hf_vanilla.cli`."""
+
+import argparse
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+# The longest document `summarize` reads, in tokens, when neither --max-input-tokens nor the model sets one.
+SUMMARY_INPUT_TOKENS = 1024
+
+
+def _version() -> str:
+    try:
+        return version("hf-vanilla")
+    except PackageNotFoundError:  # a checkout on the path, not installed
+        return "unknown (not installed)"
+
+
+def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("model", help="A model folder or a Hub id.")
+    command.add_argument("--input", help="A text file, one sentence a line (default: stdin).")
+    command.add_argument("--num-beams", type=int, help="Beam size (default: the model's, i.e. the paper's).")
+    command.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
+    command.add_argument("--batch-tokens", type=int, default=4000, help="Source tokens per decoding batch.")
+    command.add_argument(
+        "--max-input-tokens",
+        type=int,
+        default=1024,
+        help="Longer input lines are skipped (an empty output line) with a warning naming them.",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    average = commands.add_parser("average-checkpoints", help="Average checkpoints into a loadable model folder.")
+    average.add_argument(
+        "run_dir", nargs="?", default=".", help="A recipe's output folder (its checkpoint-* folders)."
+    )
+    average.add_argument(
+        "--last", type=int, default=5, help="Average the newest N complete checkpoints (paper: 5 base, 20 big)."
+    )
+    average.add_argument("--checkpoints", nargs="+", help="Explicit checkpoint or model folders instead.")
+    average.add_argument("--output", required=True, help="Folder for the averaged model.")
+    bleu = commands.add_parser("score-bleu", help="sacreBLEU and tokenized compound-split BLEU of two text files.")
+    bleu.add_argument("hypotheses", help="A text file of translations, one a line.")
+    bleu.add_argument("references", help="A text file of reference translations, one a line, as many lines.")
+    bleu.add_argument("--lang", default="de", help="Target language for Moses tokenization.")
+    score = commands.add_parser("score-evalb", help="EVALB (COLLINS.prm) of predicted against gold trees, one a line.")
+    score.add_argument("gold", help="A file of gold PTB trees, one a line.")
+    score.add_argument("predicted", help="A file of predicted trees over the same words, one a line, as many lines.")
+    translate = commands.add_parser("translate", help="Translate sentences (stdin or --input) to stdout, one a line.")
+    _add_decoding_arguments(translate)
+    parse = commands.add_parser(
+        "parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed."
+    )
+    _add_decoding_arguments(parse)
+    parse.add_argument(
+        "--no-tree-grammar",
+        dest="tree_grammar",
+        action="store_false",
+        help="Decode freely, as the paper did (default: only well-formed trees over the input words).",
+    )
+    summarize = commands.add_parser(
+        "summarize", help="Summarize documents, one a line (stdin or --input), to stdout, one summary a line."
+    )
+    summarize.add_argument("model", help="A summarization model folder or Hub id.")
+    summarize.add_argument("--input", help="A text file, one document a line (default: stdin).")
+    summarize.add_argument("--num-beams", type=int, help="Beam size (default: the model's generation config).")
+    summarize.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
+    summarize.add_argument(
+        "--no-repeat-ngram-size",
+        type=int,
+        help="No n-gram of this size twice in a summary; 0: no limit (default: the model's).",
+    )
+    summarize.add_argument(
+        "--min-new-tokens", type=int, help="Fewest tokens in a summary, </s> not counted (default: the model's)."
+    )
+    summarize.add_argument(
+        "--max-new-tokens", type=int, help="Most tokens in a summary, </s> not counted (default: the model's)."
+    )
+    summarize.add_argument("--batch-tokens", type=int, default=4000, help="Document tokens per decoding batch.")
+    summarize.add_argument(
+        "--max-input-tokens",
+        type=int,
+        help="Longer documents are cut to their first N tokens (with </s>), with a warning naming them (default: "
+        f"the model's model_max_length, its training limit, if it records one, else {SUMMARY_INPUT_TOKENS}).",
+    )
+    push = commands.add_parser(
+        "push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it."
+    )
+    push.add_argument("folder", help="A recipe's output folder, or a model folder holding its results.json.")
+    push.add_argument("repo_id", help="The Hub repository, e.g. user/transformer-base-wmt14-ende.")
+    push.add_argument("--private", action="store_true", help="Create the repository (and Space) as private.")
+    push.add_argument("--build-dir", help="Where to build the uploaded folder (default: FOLDER/hub).")
+    push.add_argument("--dry-run", action="store_true", help="Build and check the folder, do not upload.")
+    push.add_argument("--space", metavar="SPACE_ID", help="Also build and upload a Gradio Space demo of REPO_ID.")
+    push.add_argument(
+        "--space-model", action="append", default=[], help="Another Hub model the Space shows (repeatable)."
+    )
+    push.add_argument("--space-dir", help="Where to build the Space folder (default: FOLDER/space).")
+    importer = commands.add_parser(
+        "import-marian", help="Convert a MarianMTModel (e.g. an OPUS-MT model) into an hf_vanilla model folder."
+    )
+    importer.add_argument("source", help="A MarianMTModel folder or Hub id, e.g. Helsinki-NLP/opus-mt-en-de.")
+    importer.add_argument("output", help="Folder for the hf_vanilla model and the tokenizer.")
+    exporter = commands.add_parser("export-marian", help="Convert an hf_vanilla model into a MarianMTModel folder.")
+    exporter.add_argument("model", help="An hf_vanilla model folder or Hub id.")
+    exporter.add_argument("output", help="Folder for the MarianMTModel and the tokenizer.")
+    ct2 = commands.add_parser("export-ct2", help="Convert an hf_vanilla model into a CTranslate2 model folder.")
+    ct2.add_argument("model", help="An hf_vanilla model folder or Hub id (with its tokenizer).")
+    ct2.add_argument("output", help="Folder for the CTranslate2 model and the tokenizer files.")
+    ct2.add_argument(
+        "--quantization",
+        help="CTranslate2 weight type: int8, int8_float32, int8_float16, int8_bfloat16, int16, "
+        "float16, bfloat16 or float32 (default: float32, the model's own weights).",
+    )
+    ct2.add_argument("--force", action="store_true", help="Replace OUTPUT if it exists.")
+    attention = commands.add_parser(
+        "attention",
+        help="PNG heatmaps of every layer's and head's attention for one sentence (pair); for a pointer-generator, "
+        "also p_gen.png: the probability that each output token was generated rather than copied.",
+    )
+    attention.add_argument("model", help="A model folder or a Hub id.")
+    attention.add_argument("--source", required=True, help="The source sentence.")
+    attention.add_argument("--target", help="The target sentence (default: the model's own translation).")
+    attention.add_argument("--output", required=True, help="Folder for the PNGs and attention.npz.")
+    app = commands.add_parser("app", help="A Gradio demo of models on this machine: a tab for each model's task.")
+    app.add_argument("models", nargs="+", metavar="MODEL", help="Model folders or Hub ids.")
+    app.add_argument("--host", default="127.0.0.1", help="Address to serve on (0.0.0.0: every interface).")
+    app.add_argument("--port", type=int, default=7860, help="Port to serve on (default: 7860).")
+    app.add_argument("--share", action="store_true", help="Also serve on a public gradio.live link (needs internet).")
+    app.add_argument(
+        "--max-input-tokens", type=int, help="Longer inputs are refused with a message in the page (default: 200)."
+    )
+    return parser
+
+
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script: parses the command line here, then runs it with `hf_vanilla.cli.run`."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from hf_vanilla.cli import run
+
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
