@@ -6,7 +6,8 @@ import argparse
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-# The longest document `summarize` reads, in tokens, when neither --max-input-tokens nor the model sets one.
+# The longest document `summarize` reads when neither --max-input-tokens nor the model sets one: for the help text,
+# `hf_vanilla.cli.SUMMARY_INPUT_TOKENS` (a test keeps the two equal).
 SUMMARY_INPUT_TOKENS = 1024
 
 
@@ -31,12 +32,8 @@ def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer."
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True)
+def _checkpoint_and_score_commands(commands) -> None:
+    """The subcommands average-checkpoints, score-bleu and score-evalb."""
     average = commands.add_parser("average-checkpoints", help="Average checkpoints into a loadable model folder.")
     average.add_argument(
         "run_dir", nargs="?", default=".", help="A recipe's output folder (its checkpoint-* folders)."
@@ -53,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     score = commands.add_parser("score-evalb", help="EVALB (COLLINS.prm) of predicted against gold trees, one a line.")
     score.add_argument("gold", help="A file of gold PTB trees, one a line.")
     score.add_argument("predicted", help="A file of predicted trees over the same words, one a line, as many lines.")
+
+
+def _decoding_commands(commands) -> None:
+    """The subcommands translate, parse and summarize: one output line for each input line."""
     translate = commands.add_parser("translate", help="Translate sentences (stdin or --input) to stdout, one a line.")
     _add_decoding_arguments(translate)
     parse = commands.add_parser(
@@ -90,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="Longer documents are cut to their first N tokens (with </s>), with a warning naming them (default: "
         f"the model's model_max_length, its training limit, if it records one, else {SUMMARY_INPUT_TOKENS}).",
     )
+
+
+def _publishing_commands(commands) -> None:
+    """The subcommands push, import-marian, export-marian and export-ct2."""
     push = commands.add_parser(
         "push", help="Build the Hub folder (weights, code, tokenizer, card, results) and upload it."
     )
@@ -120,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
         "float16, bfloat16 or float32 (default: float32, the model's own weights).",
     )
     ct2.add_argument("--force", action="store_true", help="Replace OUTPUT if it exists.")
+
+
+def _inspection_commands(commands) -> None:
+    """The subcommands attention and app."""
     attention = commands.add_parser(
         "attention",
         help="PNG heatmaps of every layer's and head's attention for one sentence (pair); for a pointer-generator, "
@@ -137,9 +146,19 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument(
         "--max-input-tokens", type=int, help="Longer inputs are refused with a message in the page (default: 200)."
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hf-vanilla", description="Tools for the Attention Is All You Need Transformer."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _checkpoint_and_score_commands(commands)
+    _decoding_commands(commands)
+    _publishing_commands(commands)
+    _inspection_commands(commands)
     return parser
-
-
 
 
 def main(argv: list[str] | None = None) -> None:

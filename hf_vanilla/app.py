@@ -39,12 +39,13 @@ from .decoding import (  # noqa: E402
     check_length_bounds,
     check_model_path,
     generate_texts,
+    input_limit,
     load_for_decoding,
     one_line,
     parse_texts,
     ptb_words,
-    recorded_input_limit,
 )
+from .errors import error_line  # noqa: E402
 from .parsing.drawing import tree_svg  # noqa: E402
 
 # The longest input a request may have, in the model's tokens: decoding time grows with it, and a public Space
@@ -78,7 +79,7 @@ class DemoModel:
         try:
             config = AutoConfig.from_pretrained(name)
         except (OSError, ValueError) as error:
-            raise ModelLoadError(f"cannot load model {name!r}: {str(error).splitlines()[0]}") from None
+            raise ModelLoadError(f"cannot load model {name!r}: {error_line(error)}") from None
         try:
             generation = GenerationConfig.from_pretrained(name)
         except OSError:  # no generation_config.json: transformers' defaults, as generate() would use
@@ -222,7 +223,7 @@ def summarize(model: DemoModel, max_input_tokens: int):
             check_length_bounds(network, int(min_length), int(max_length))
         except ValueError as error:
             raise gr.Error(f"No summary fits: {error}. Lower the minimum length.", print_exception=False) from None
-        limit = recorded_input_limit(tokenizer)
+        limit, _ = input_limit(tokenizer)
         length = len(tokenizer(document, verbose=False)["input_ids"])
         note = ""
         if limit is not None and length > limit:

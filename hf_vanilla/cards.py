@@ -13,7 +13,7 @@ from transformers import GenerationConfig
 
 from .configuration_vanilla import VanillaTransformerConfig
 from .data.summaries import HUB_SUMMARIES
-from .evaluation.summarization import MULTI_REFERENCE_RULE
+from .evaluation.rouge import MULTI_REFERENCE_RULE, figure_names
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -110,8 +110,8 @@ def expected_metrics(results: dict) -> dict[str, float]:
     if task == "translation":
         return {"sacrebleu": results["sacrebleu"], "bleu": results["tokenized_bleu"]}
     if task == "summarization":  # the single-reference figures, and the multi-reference ones where there are some
-        names = [*ROUGE_NAMES, *(f"{name}_multi_reference" for name in ROUGE_NAMES)]
-        return {name: results[name] for name in names if results.get(name) is not None}
+        names = figure_names(several=results.get("rouge1_multi_reference") is not None)
+        return {name: results[name] for name in names}
     return {
         "f1": results["evalb_f1"],
         "precision": results["evalb_precision"],

@@ -1,5 +1,5 @@
-"""The `hf-vanilla` command line's work: each subcommand's function (`COMMANDS`), run on the flags that
-`hf_vanilla_cli.build_parser` parsed (that module imports neither torch nor transformers: `--help` is quick)."""
+"""The `hf-vanilla` command line's work: each subcommand's function (`COMMANDS`), run (`run`) on the flags that
+`hf_vanilla_cli` parsed (the console script, which imports neither torch nor transformers: `--help` is quick)."""
 
 import argparse
 import codecs
@@ -8,8 +8,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from hf_vanilla_cli import SUMMARY_INPUT_TOKENS, build_parser
-
+from .errors import error_line
 from .flag_bounds import bound_problems
 
 
@@ -140,15 +139,11 @@ def _decoding_flags(args: argparse.Namespace) -> dict:
 
 
 def _summary_input_limit(args: argparse.Namespace, tokenizer) -> tuple[int, str]:
-    """How many tokens of each document `summarize` reads, and where that limit comes from: --max-input-tokens, else
-    the limit recorded with the model (its tokenizer's model_max_length), else SUMMARY_INPUT_TOKENS."""
-    from .decoding import recorded_input_limit
+    """How many tokens of each document `summarize` reads (`decoding.input_limit`), SUMMARY_INPUT_TOKENS when neither
+    --max-input-tokens nor the model sets it."""
+    from .decoding import input_limit
 
-    if args.max_input_tokens is not None:
-        return args.max_input_tokens, "--max-input-tokens"
-    if recorded_input_limit(tokenizer) is not None:
-        return recorded_input_limit(tokenizer), "the model's model_max_length"
-    return SUMMARY_INPUT_TOKENS, "the default limit"
+    return input_limit(tokenizer, args.max_input_tokens, "--max-input-tokens", SUMMARY_INPUT_TOKENS)
 
 
 def _translate(args: argparse.Namespace) -> None:
@@ -259,7 +254,7 @@ def _convert(convert, source: str, output: str, what: str) -> Path:
     except ConversionError as error:
         raise _fail(f"cannot convert {source}: {error}") from None
     except (OSError, ValueError) as error:
-        raise _fail(f"cannot load {what} {source!r}: {str(error).splitlines()[0]}") from None
+        raise _fail(f"cannot load {what} {source!r}: {error_line(error)}") from None
 
 
 def _export_ct2(args: argparse.Namespace) -> None:
@@ -273,7 +268,7 @@ def _export_ct2(args: argparse.Namespace) -> None:
     except (ImportError, FileExistsError) as error:
         raise _fail(str(error)) from None
     except (OSError, ValueError) as error:
-        raise _fail(f"cannot export {args.model!r}: {str(error).splitlines()[0]}") from None
+        raise _fail(f"cannot export {args.model!r}: {error_line(error)}") from None
     print(f"CTranslate2 model ({args.quantization or 'float32'}) and tokenizer written to {output}")
 
 
@@ -333,6 +328,9 @@ AT_LEAST = {
 }
 
 
+# The longest document `summarize` reads, in tokens, when neither --max-input-tokens nor the model sets one.
+SUMMARY_INPUT_TOKENS = 1024
+
 # Each subcommand's work (`hf_vanilla_cli.build_parser` defines their flags).
 COMMANDS = {
     "average-checkpoints": _average,
@@ -357,11 +355,3 @@ def run(args: argparse.Namespace) -> None:
     if problems:
         raise _fail(problems[0])
     COMMANDS[args.command](args)
-
-
-def main(argv: list[str] | None = None) -> None:
-    run(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -22,6 +22,7 @@ from transformers import GenerationConfig, MarianConfig, MarianMTModel
 from transformers.utils import logging
 
 from .configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig, activation_problem
+from .errors import error_line
 from .modeling_vanilla import VanillaTransformerForConditionalGeneration, sinusoidal_positions
 
 logger = logging.get_logger(__name__)
@@ -293,7 +294,7 @@ def import_marian(source: str, output: str | Path) -> Path:
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError, TypeError) as error:  # a Marian folder without its spm files is a TypeError
-        raise OSError(f"cannot load its tokenizer: {str(error).splitlines()[0]}") from error
+        raise OSError(f"cannot load its tokenizer: {error_line(error)}") from error
     _check_tokenizer(tokenizer, model.config)
     output = Path(output)
     model.save_pretrained(output)

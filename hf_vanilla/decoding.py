@@ -10,7 +10,8 @@ from tqdm.auto import tqdm
 from transformers import LogitsProcessorList
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
-from .data.encoding import truncate_ids  # one rule for a long input, in training and decoding
+from .errors import error_line
+from .tokenization import truncate_ids  # one rule for a long input, in training and decoding
 
 
 class ModelLoadError(RuntimeError):
@@ -55,7 +56,7 @@ def load_for_decoding(model_name: str):
         tokenizer = AutoTokenizer.from_pretrained(model_name)
     except (OSError, ValueError) as error:
         where = "" if Path(model_name).is_dir() else " (no such folder; as a Hub id)"
-        raise ModelLoadError(f"cannot load model {model_name!r}{where}: {str(error).splitlines()[0]}") from None
+        raise ModelLoadError(f"cannot load model {model_name!r}{where}: {error_line(error)}") from None
     device = "cuda" if torch.cuda.is_available() else "cpu"
     return model.to(device).eval(), tokenizer
 
@@ -84,6 +85,20 @@ def recorded_input_limit(tokenizer) -> int | None:
     the summarization recipe writes its source-length limit there), None where it is transformers' "no limit"."""
     limit = getattr(tokenizer, "model_max_length", None)
     return int(limit) if limit is not None and 0 < limit < VERY_LARGE_INTEGER else None
+
+
+def input_limit(
+    tokenizer, given: int | None = None, flag: str = "", fallback: int | None = None
+) -> tuple[int | None, str]:
+    """How many tokens of each document a saved summarizer reads, and where that limit comes from, for every exit
+    that decodes one (`hf-vanilla summarize`, the app, `recipes/tune_summary_decoding.py`): `given` (the value of
+    the caller's `flag`), else the limit recorded with the model (`recorded_input_limit`: the source limit it was
+    trained with), else `fallback` (None: the whole document)."""
+    if given is not None:
+        return given, flag
+    if recorded_input_limit(tokenizer) is not None:
+        return recorded_input_limit(tokenizer), "the model's model_max_length"
+    return fallback, "the default limit"
 
 
 def check_length_bounds(model, min_new_tokens: int | None = None, max_new_tokens: int | None = None) -> None:

@@ -211,47 +211,55 @@ class VanillaFeedForward(nn.Module):
         return self.fc2(hidden_states)
 
 
-class VanillaEncoderLayer(GradientCheckpointingLayer):
-    """Self-attention then feed-forward, each wrapped as LayerNorm(x + Dropout(Sublayer(x))) (post-norm), or as
-    x + Dropout(Sublayer(LayerNorm(x))) when `norm_style="pre"`."""
+class VanillaSublayerConnection(nn.Module):
+    """The residual connection around each sub-layer (section 5.4): LayerNorm(x + Dropout(Sublayer(x))) after it
+    (post-norm, the paper), or x + Dropout(Sublayer(LayerNorm(x))) before it when `norm_style="pre"`. It holds no
+    weights: each layer keeps its own LayerNorm (`self_attn_layer_norm`, ...) and hands it in with the sub-layer."""
 
-    def __init__(self, config: VanillaTransformerConfig, layer_idx: int):
+    def __init__(self, config: VanillaTransformerConfig):
         super().__init__()
         self.pre_norm = config.norm_style == "pre"
         self.dropout = config.dropout
+
+    def forward(
+        self, hidden_states: torch.Tensor, norm: nn.LayerNorm, sublayer: Callable
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(the connection's output, the attention weights `sublayer` returned beside its output, or None)."""
+        output = sublayer(norm(hidden_states) if self.pre_norm else hidden_states)
+        output, weights = output if isinstance(output, tuple) else (output, None)
+        hidden_states = hidden_states + nn.functional.dropout(output, p=self.dropout, training=self.training)
+        return (hidden_states if self.pre_norm else norm(hidden_states)), weights
+
+
+class VanillaEncoderLayer(GradientCheckpointingLayer):
+    """Self-attention then feed-forward, each wrapped by the residual connection (`VanillaSublayerConnection`)."""
+
+    def __init__(self, config: VanillaTransformerConfig, layer_idx: int):
+        super().__init__()
+        self.residual = VanillaSublayerConnection(config)
         self.self_attn = VanillaAttention(config, is_cross_attention=False, is_causal=False, layer_idx=layer_idx)
         self.self_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.feed_forward = VanillaFeedForward(config)
         self.final_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None, **kwargs) -> torch.Tensor:
-        residual = hidden_states
-        if self.pre_norm:
-            hidden_states = self.self_attn_layer_norm(hidden_states)
-        hidden_states, _ = self.self_attn(hidden_states, attention_mask=attention_mask, **kwargs)
-        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        if not self.pre_norm:
-            hidden_states = self.self_attn_layer_norm(hidden_states)
-
-        residual = hidden_states
-        if self.pre_norm:
-            hidden_states = self.final_layer_norm(hidden_states)
-        hidden_states = self.feed_forward(hidden_states)
-        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        if not self.pre_norm:
-            hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states, _ = self.residual(
+            hidden_states,
+            self.self_attn_layer_norm,
+            lambda x: self.self_attn(x, attention_mask=attention_mask, **kwargs),
+        )
+        hidden_states, _ = self.residual(hidden_states, self.final_layer_norm, self.feed_forward)
         return hidden_states
 
 
 class VanillaDecoderLayer(GradientCheckpointingLayer):
     """Masked self-attention, attention over the encoder output, then feed-forward (section 3.1), each sub-layer
-    wrapped like the encoder's. The last layer of a pointer-generator also returns its attention weights over the
-    encoder output (batch, heads, target, source), which the copy distribution reads."""
+    wrapped by the residual connection. The last layer of a pointer-generator also returns its attention weights over
+    the encoder output (batch, heads, target, source), which the copy distribution reads."""
 
     def __init__(self, config: VanillaTransformerConfig, layer_idx: int):
         super().__init__()
-        self.pre_norm = config.norm_style == "pre"
-        self.dropout = config.dropout
+        self.residual = VanillaSublayerConnection(config)
         self.returns_copy_attention = config.pointer_generator and layer_idx == config.decoder_layers - 1
         self.self_attn = VanillaAttention(config, is_cross_attention=False, is_causal=True, layer_idx=layer_idx)
         self.self_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
@@ -275,37 +283,23 @@ class VanillaDecoderLayer(GradientCheckpointingLayer):
         past_key_values: Cache | None = None,
         **kwargs,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        residual = hidden_states
-        if self.pre_norm:
-            hidden_states = self.self_attn_layer_norm(hidden_states)
-        hidden_states, _ = self.self_attn(
-            hidden_states, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs
-        )
-        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        if not self.pre_norm:
-            hidden_states = self.self_attn_layer_norm(hidden_states)
+        def self_attention(x: torch.Tensor):
+            return self.self_attn(x, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs)
 
-        residual = hidden_states
-        if self.pre_norm:
-            hidden_states = self.encoder_attn_layer_norm(hidden_states)
-        hidden_states, cross_attn_weights = self.encoder_attn(
-            hidden_states,
-            attention_mask=encoder_attention_mask,
-            key_value_states=encoder_hidden_states,
-            past_key_values=past_key_values,
-            **kwargs,
-        )
-        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        if not self.pre_norm:
-            hidden_states = self.encoder_attn_layer_norm(hidden_states)
+        def encoder_attention(x: torch.Tensor):
+            return self.encoder_attn(
+                x,
+                attention_mask=encoder_attention_mask,
+                key_value_states=encoder_hidden_states,
+                past_key_values=past_key_values,
+                **kwargs,
+            )
 
-        residual = hidden_states
-        if self.pre_norm:
-            hidden_states = self.final_layer_norm(hidden_states)
-        hidden_states = self.feed_forward(hidden_states)
-        hidden_states = residual + nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        if not self.pre_norm:
-            hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states, _ = self.residual(hidden_states, self.self_attn_layer_norm, self_attention)
+        hidden_states, cross_attn_weights = self.residual(
+            hidden_states, self.encoder_attn_layer_norm, encoder_attention
+        )
+        hidden_states, _ = self.residual(hidden_states, self.final_layer_norm, self.feed_forward)
         if self.returns_copy_attention:
             return hidden_states, cross_attn_weights
         return hidden_states
@@ -505,30 +499,9 @@ class VanillaDecoder(VanillaPreTrainedModel):
         hidden_states = inputs_embeds * self.embed_scale + positions.to(inputs_embeds.dtype)
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
 
-        self_attn_cache = past_key_values.self_attention_cache if past_key_values is not None else None
-        mask_config = _mask_config(self.config, kwargs)
-        causal_mask = create_causal_mask(
-            config=mask_config,
-            inputs_embeds=hidden_states,
-            attention_mask=attention_mask,
-            past_key_values=self_attn_cache,
+        causal_mask, cross_attention_mask, copy_attention_mask = self._masks(
+            hidden_states, attention_mask, encoder_hidden_states, encoder_attention_mask, past_key_values, kwargs
         )
-        cross_attention_mask = create_bidirectional_mask(
-            config=mask_config,
-            inputs_embeds=hidden_states,
-            attention_mask=encoder_attention_mask,
-            encoder_hidden_states=encoder_hidden_states,
-        )
-        # The last layer of a pointer-generator computes its attention weights with eager attention, whose mask
-        # (additive floats) is not SDPA's or flash attention's.
-        copy_attention_mask = cross_attention_mask
-        if self.config.pointer_generator and mask_config._attn_implementation != "eager":
-            copy_attention_mask = create_bidirectional_mask(
-                config=_eager_config(mask_config),
-                inputs_embeds=hidden_states,
-                attention_mask=encoder_attention_mask,
-                encoder_hidden_states=encoder_hidden_states,
-            )
         # x_t of the pointer-generator: See et al. (2017) feed it the decoder input; here that is the input to the
         # first decoder layer, the token embedding * sqrt(d_model) + its position (after the embedding dropout).
         embeddings, copy_attention = hidden_states, None
@@ -552,6 +525,28 @@ class VanillaDecoder(VanillaPreTrainedModel):
             copy_attention=copy_attention,
             embeddings=embeddings if self.config.pointer_generator else None,
         )
+
+    def _masks(self, hidden_states, attention_mask, encoder_hidden_states, encoder_attention_mask, cache, kwargs):
+        """The decoder's three masks: causal self-attention (with the cache's past), cross-attention over the
+        source, and the last layer's of a pointer-generator, which computes its attention weights with eager
+        attention, whose mask (additive floats) is not SDPA's or flash attention's."""
+        mask_config = _mask_config(self.config, kwargs)
+        causal_mask = create_causal_mask(
+            config=mask_config,
+            inputs_embeds=hidden_states,
+            attention_mask=attention_mask,
+            past_key_values=cache.self_attention_cache if cache is not None else None,
+        )
+        source = dict(
+            inputs_embeds=hidden_states,
+            attention_mask=encoder_attention_mask,
+            encoder_hidden_states=encoder_hidden_states,
+        )
+        cross_attention_mask = create_bidirectional_mask(config=mask_config, **source)
+        copy_attention_mask = cross_attention_mask
+        if self.config.pointer_generator and mask_config._attn_implementation != "eager":
+            copy_attention_mask = create_bidirectional_mask(config=_eager_config(mask_config), **source)
+        return causal_mask, cross_attention_mask, copy_attention_mask
 
 
 @dataclass
@@ -849,6 +844,13 @@ class VanillaPointerGenerator(nn.Module):
         return CopyMixture(log_probs, p_gen, copy_attention, log_1m_p_gen, vocab_logits, source_ids)
 
 
+def _kept_positions(logits_to_keep: int | torch.Tensor) -> slice | torch.Tensor:
+    """The decoder positions whose logits are computed: all (0), the last `logits_to_keep`, or those listed."""
+    if isinstance(logits_to_keep, torch.Tensor):
+        return logits_to_keep
+    return slice(-logits_to_keep, None) if logits_to_keep > 0 else slice(None)
+
+
 @dataclass
 class CopyMixture:
     """A pointer-generator's output at each decoder position: `log_probs` = log P(w) (batch x target x vocab), `p_gen`
@@ -1048,11 +1050,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             use_cache=use_cache,
             **kwargs,
         )
-        kept = slice(None)
-        if isinstance(logits_to_keep, int) and logits_to_keep > 0:
-            kept = slice(-logits_to_keep, None)
-        elif isinstance(logits_to_keep, torch.Tensor):
-            kept = logits_to_keep
+        kept = _kept_positions(logits_to_keep)
         hidden_states = outputs.last_hidden_state[:, kept, :]
         mixture = loss = None
         if labels is not None and self.training and self.config.loss_chunk_tokens:

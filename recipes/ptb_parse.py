@@ -14,8 +14,10 @@ from datasets import Dataset, DatasetDict
 
 from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.treebank import treebank_path, treebank_splits
+from hf_vanilla.errors import error_line
 from hf_vanilla.evaluation.parsing import parse_and_score
 from hf_vanilla.parsing import TreebankError, linearize_leaves, tree_words
+from hf_vanilla.publishing import finish
 from hf_vanilla.tokenization import BpeOptions
 from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.flags import parse_settings
@@ -77,7 +79,7 @@ def tree_leaves(args: Arguments, model_preset: str) -> str:
         try:
             leaves = VanillaTransformerConfig.from_pretrained(args.init_from).tree_leaves
         except OSError as error:
-            raise PreflightError(f"--init-from {args.init_from}: {str(error).splitlines()[0]}") from error
+            raise PreflightError(f"--init-from {args.init_from}: {error_line(error)}") from error
         if args.tree_leaves not in (None, leaves):
             raise PreflightError(f"--tree-leaves {args.tree_leaves}: --init-from's model writes {leaves} leaves")
         return leaves
@@ -130,7 +132,7 @@ def main(args: Arguments) -> dict:
         "tree_leaves": leaves,
         "tree_grammar": settings.tree_grammar,
     }
-    return train_and_evaluate(run, corpus, LANGUAGES, validation_f1, evaluate, extra)
+    return train_and_evaluate(run, corpus, LANGUAGES, validation_f1, evaluate, extra, finish)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.summaries import SIDES, as_pairs, hold_out, load_summarization_corpus
 from hf_vanilla.evaluation.rouge import ROUGE_TYPES
 from hf_vanilla.evaluation.summarization import summarize_and_score
+from hf_vanilla.publishing import finish
 from hf_vanilla.tokenization import BpeOptions, reads_lowercase
 from hf_vanilla.training.arguments import RunSettings, setting
 from hf_vanilla.training.collectives import agreed_failure, error_line
@@ -109,7 +110,7 @@ def check_model_options(settings: Arguments) -> None:
     try:
         copies = VanillaTransformerConfig.from_pretrained(settings.init_from).pointer_generator
     except OSError as error:
-        raise PreflightError(f"--init-from {settings.init_from}: {str(error).splitlines()[0]}") from error
+        raise PreflightError(f"--init-from {settings.init_from}: {error_line(error)}") from error
     if settings.pointer_generator is not None and copies != settings.pointer_generator:
         given = "--pointer-generator" if settings.pointer_generator else "--no-pointer-generator"
         needed = "--pointer-generator" if copies else "--no-pointer-generator"
@@ -196,7 +197,7 @@ def main(args: Arguments) -> dict:
         "max_target_tokens": settings.max_target_tokens,
         **({"held_out": held_out} if held_out else {}),
     }
-    return train_and_evaluate(run, corpus, SIDES, validation_rouge, evaluate, extra)
+    return train_and_evaluate(run, corpus, SIDES, validation_rouge, evaluate, extra, finish)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 penalties, length bounds, beam sizes and n-gram rules is decoded and scored with ROUGE, and the best is printed as the
 flags to give `recipes/summarize.py` (or `hf-vanilla summarize`).
 
-    python recipes/tune_summary_decoding.py --model OUTPUT_DIR --length-penalty 0.6 1.0 1.5 --min-new-tokens 1 4 8
-    python recipes/tune_summary_decoding.py --model OUTPUT_DIR --dataset train.jsonl --validation-file dev.jsonl \
+    python recipes/tune_summary_decoding.py --model RUN/final --length-penalty 0.6 1.0 1.5 --min-new-tokens 1 4 8
+    python recipes/tune_summary_decoding.py --model RUN/final --dataset train.jsonl --validation-file dev.jsonl \
         --min-new-tokens 4 8 --json tuning.json
 
 The validation documents are cut as the model was trained (its tokenizer's model_max_length, or
@@ -18,7 +18,7 @@ import sys
 from summarize import DEMO_CORPUS
 
 from hf_vanilla.data.summaries import load_summarization_corpus
-from hf_vanilla.decoding import ModelLoadError, load_for_decoding, recorded_input_limit
+from hf_vanilla.decoding import ModelLoadError, input_limit, load_for_decoding
 from hf_vanilla.evaluation.summarization import tune_decoding
 from hf_vanilla.flag_bounds import bound_problem, bound_problems
 from hf_vanilla.training.collectives import error_line
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
     items = corpus["validation"]
     if args.max_items is not None:
         items = items.select(range(min(args.max_items, len(items))))
-    limit = args.max_source_tokens or recorded_input_limit(tokenizer)
+    limit, _ = input_limit(tokenizer, args.max_source_tokens)
     grid = {name: getattr(args, name) for name, _, _ in GRID_FLAGS.values() if getattr(args, name)}
     if not grid:
         config = model.generation_config

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
 from hf_vanilla.evaluation.translation import translate_and_score
+from hf_vanilla.publishing import finish
 from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.collectives import agreed_failure
 from hf_vanilla.training.flags import parse_settings
@@ -85,7 +86,7 @@ def main(args: Arguments) -> dict:
 
     # Training, averaging, evaluation, results, card, upload.
     extra = {"task": "translation", "dataset": dataset, "source_lang": languages[0], "target_lang": languages[1]}
-    return train_and_evaluate(run, corpus, languages, validation_bleu, evaluate, extra)
+    return train_and_evaluate(run, corpus, languages, validation_bleu, evaluate, extra, finish)
 
 
 def sides(pairs, languages: tuple[str, str]) -> tuple[list[str], list[str]]:

@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 from huggingface_hub import SpaceCard
 
-from hf_vanilla.cli import main as cli_main
 from hf_vanilla.decoding import generate_texts, load_for_decoding, parse_texts
 from hf_vanilla.hub import space_requirements
 from hf_vanilla.parsing import parse_tree
 from hf_vanilla.parsing.drawing import tree_svg
+from hf_vanilla_cli import main as cli_main
 
 from reversal import reversal_tokenizer
 
@@ -391,7 +391,7 @@ def served(reversal_folder, parser_folder, summarization_folder):
     port = _free_port()
     models = [str(reversal_folder), str(parser_folder), str(summarization_folder)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "hf_vanilla.cli", "app", *models, "--port", str(port)],
+        [sys.executable, "-m", "hf_vanilla_cli", "app", *models, "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hf_vanilla.attention_plots import KINDS, attention_maps, p_gen_figure
-from hf_vanilla.cli import main as cli_main
+from hf_vanilla_cli import main as cli_main
 
 from reversal import reversal_tokenizer
 from runs import batch, tiny_model
@@ -144,3 +144,16 @@ def test_maps_of_a_plain_model_hold_no_p_gen_and_a_long_source_can_be_cut(revers
     assert maps.source_tokens == ["a", "b", "</s>"] and maps.cross_attention.shape[-1] == 3
     with pytest.raises(ValueError, match="not a pointer-generator"):
         p_gen_figure(maps)
+
+
+def test_every_heatmap_has_a_colour_bar_of_attention_weights():
+    """Each panel carries a colour bar (the app's heatmap and the PNGs): without one the shades have no scale."""
+    from matplotlib.figure import Figure
+
+    from hf_vanilla.attention_plots import _heatmap
+
+    figure = Figure()
+    axis = figure.subplots()
+    _heatmap(axis, np.array([[0.2, 0.8], [0.6, 0.4]]), ["a", "b"], ["x", "y"], "a panel")
+    (bar,) = [other for other in figure.axes if other is not axis]
+    assert bar.get_ylabel() == "attention weight" and bar.get_ylim() == pytest.approx((0.0, 0.8))

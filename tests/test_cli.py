@@ -10,13 +10,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from hf_vanilla.cli import main
+from hf_vanilla_cli import main
 
 from runs import tiny_model
 
 
 def hf_vanilla(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hf_vanilla.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "hf_vanilla_cli", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_average_checkpoints_command_on_known_values(tmp_path):
@@ -55,7 +55,7 @@ def test_translate_matches_generate_keeps_line_count_and_reads_files(wmt_run, tm
     final = wmt_run[0] / "final"
     sentences = ["The house is small.", "", "I saw the man with the telescope yesterday."]
     result = subprocess.run(
-        [sys.executable, "-m", "hf_vanilla.cli", "translate", str(final)],
+        [sys.executable, "-m", "hf_vanilla_cli", "translate", str(final)],
         input="\n".join(sentences) + "\n",
         capture_output=True,
         text=True,
@@ -112,7 +112,7 @@ def test_parse_always_gives_well_formed_trees_over_the_input_words(parse_run):
 
     sentences = ["The cat sat on the mat .", "", "Stocks fell sharply in heavy trading ."]
     for grammar in ([], ["--no-tree-grammar"]):  # under the tree grammar, and freely then repaired
-        command = [sys.executable, "-m", "hf_vanilla.cli", "parse", str(parse_run[0] / "final"), "--num-beams", "2"]
+        command = [sys.executable, "-m", "hf_vanilla_cli", "parse", str(parse_run[0] / "final"), "--num-beams", "2"]
         result = subprocess.run(
             command + grammar, input="\n".join(sentences) + "\n", capture_output=True, text=True, timeout=300
         )
@@ -132,7 +132,7 @@ def test_parse_with_a_tokenizer_that_cannot_write_brackets_says_how_to_decode(tm
     model.save_pretrained(tmp_path / "parser")
     tokenizer.save_pretrained(tmp_path / "parser")
     result = subprocess.run(
-        [sys.executable, "-m", "hf_vanilla.cli", "parse", str(tmp_path / "parser")],
+        [sys.executable, "-m", "hf_vanilla_cli", "parse", str(tmp_path / "parser")],
         input="the cat\n",
         capture_output=True,
         text=True,
@@ -147,7 +147,7 @@ def test_parse_with_a_tokenizer_that_cannot_write_brackets_says_how_to_decode(tm
 
 def summarize(folder, *flags: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "hf_vanilla.cli", "summarize", str(folder), *flags],
+        [sys.executable, "-m", "hf_vanilla_cli", "summarize", str(folder), *flags],
         input=stdin,
         capture_output=True,
         text=True,
@@ -204,7 +204,7 @@ def test_summarize_flags_override_the_models_decoding(summarization_folder, tmp_
 
 def test_summarize_spells_the_length_flags_as_the_recipe_does():
     """`--min-new-tokens`/`--max-new-tokens`, the recipe's and tune_summary_decoding's names; no other spelling."""
-    from hf_vanilla.cli import build_parser
+    from hf_vanilla_cli import build_parser
 
     args = build_parser().parse_args(["summarize", "model", "--min-new-tokens", "3", "--max-new-tokens", "9"])
     assert (args.min_new_tokens, args.max_new_tokens) == (3, 9)
@@ -218,6 +218,9 @@ def test_summarize_reads_a_long_document_up_to_the_limit_with_a_warning(summariz
     from transformers import AutoTokenizer
 
     from hf_vanilla.cli import SUMMARY_INPUT_TOKENS
+    from hf_vanilla_cli import SUMMARY_INPUT_TOKENS as IN_THE_HELP
+
+    assert SUMMARY_INPUT_TOKENS == IN_THE_HELP
 
     long, cut = "a b c d e f g h", "a b c d"  # 8 words + </s> = 9 tokens; 5 tokens: the first 4 words + </s>
     (tmp_path / "in.txt").write_text(f"e f\n{long}\n")

@@ -18,8 +18,8 @@ import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, MarianMTModel
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
-from hf_vanilla.cli import main as cli_main
 from hf_vanilla.convert import ConversionError, from_marian, to_marian
+from hf_vanilla_cli import main as cli_main
 
 from marian_checkout import random_marian
 from remote_loader import run_loader
@@ -242,7 +242,7 @@ def test_pad_is_never_generated_even_where_it_is_the_best_token():
 
 
 def hf_vanilla(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hf_vanilla.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "hf_vanilla_cli", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_import_marian_of_an_opus_mt_folder(opus_folder, tmp_path, capsys):

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
-from hf_vanilla.cli import main as cli_main
 from hf_vanilla.convert import from_marian, to_marian
 from hf_vanilla.ct2 import export_ct2, translate_options, vocabulary
+from hf_vanilla_cli import main as cli_main
 
 from reversal import (
     REVERSAL_VOCAB,

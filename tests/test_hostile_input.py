@@ -385,7 +385,7 @@ def _run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedPro
     # An ASCII locale: the output must be UTF-8 whatever the locale's encoding.
     env = {**os.environ, "PYTHONIOENCODING": "ascii"}
     return subprocess.run(
-        [sys.executable, "-m", "hf_vanilla.cli", *args], input=stdin, capture_output=True, timeout=600, env=env
+        [sys.executable, "-m", "hf_vanilla_cli", *args], input=stdin, capture_output=True, timeout=600, env=env
     )
 
 

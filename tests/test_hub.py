@@ -120,7 +120,7 @@ def test_push_without_token_or_network_is_one_clear_line(wmt_run, tmp_path):
         [
             sys.executable,
             "-m",
-            "hf_vanilla.cli",
+            "hf_vanilla_cli",
             "push",
             str(wmt_run[0]),
             "someone/model",

@@ -1,5 +1,6 @@
 """The package's imports run one way: the training library (`hf_vanilla.training`) builds on the base modules (model,
-tokenization, data, evaluation, parsing), which import nothing from it; only the command line sits above both."""
+tokenization, data, evaluation, parsing), which import nothing from it; only the command line and a run's last step
+(`publishing`: results, card, upload) sit above both."""
 
 import ast
 from pathlib import Path
@@ -25,7 +26,7 @@ def test_base_modules_import_nothing_from_the_training_library():
     base = [
         path
         for path in PACKAGE.rglob("*.py")
-        if path.relative_to(PACKAGE).parts[0] != "training" and path.name != "cli.py"
+        if path.relative_to(PACKAGE).parts[0] != "training" and path.name not in ("cli.py", "publishing.py")
     ]
     assert PACKAGE / "tokenization.py" in base and len(base) > 10
     upward = {

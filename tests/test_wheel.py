@@ -125,3 +125,15 @@ def test_evalb_metric_loads_from_the_wheel(wheel_env, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     scores = json.loads(done.stdout.strip().splitlines()[-1])
     assert scores == {"precision": 80.0, "recall": 80.0, "f1": 80.0, "exact_match": 0.0, "sentences": 1}
+
+
+@pytest.mark.slow
+def test_the_wheels_console_script_answers_help_and_version_without_importing_torch(wheel_env, tmp_path):
+    """`hf-vanilla --help` and `--version` from the wheel: the console script (`hf_vanilla_cli`) reads its flags
+    without torch, transformers or the package (seconds of imports), as `python -X importtime` shows."""
+    done = run_in(wheel_env, tmp_path, "hf-vanilla", "--version")
+    assert done.returncode == 0 and done.stdout.strip() == "hf-vanilla 0.1.0", done.stderr[-3000:]
+    done = run_in(wheel_env, tmp_path, "python", "-X", "importtime", "-m", "hf_vanilla_cli", "--help")
+    assert done.returncode == 0 and "translate" in done.stdout, done.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert not imported & {"torch", "transformers", "hf_vanilla"}, sorted(imported)[:20]

@@ -9,6 +9,8 @@ import pyarrow.compute as pc
 import torch
 from datasets import Dataset
 
+from ..tokenization import truncate_ids  # noqa: F401  (one rule for a long input; re-exported)
+
 
 class EncodedPairs:
     """The token ids of sentence pairs: each side one flat int32 array plus row offsets (4 bytes a token, as fairseq's
@@ -107,13 +109,6 @@ def _padded(
     return torch.from_numpy(np.where(inside, gathered, fill).astype(np.int64)), torch.from_numpy(
         inside.astype(np.int64)
     )
-
-
-def truncate_ids(ids: list[int], limit: int | None) -> list[int]:
-    """`ids` cut to `limit` tokens keeping the final </s> (its last id), as every split of a truncating recipe is cut
-    (`encode_truncated_pairs`) and as decoding reads a long input (`decoding.generate_texts`); unchanged when they
-    fit or `limit` is None."""
-    return ids if limit is None or len(ids) <= limit else ids[: limit - 1] + ids[-1:]
 
 
 def encode_truncated_pairs(

@@ -16,6 +16,24 @@ METRIC_DIR = Path(__file__).resolve().parent / "metrics" / "rouge"
 _SENTENCES = PunktSentenceTokenizer()
 
 
+# Where an item has several references (AESLC's dev and test: the sender's subject and three annotators'), the
+# `*_multi_reference` figures score, for each item and ROUGE type separately, the F1 of its best-matching reference
+# (`evaluation.rouge.compute_rouge`), then average over the items; the plain figures score the first reference alone.
+MULTI_REFERENCE_RULE = (
+    "for each item and ROUGE type, the F1 against its best-matching reference, averaged over the items "
+    "(rouge_score's score_multi, as AESLC's multi-reference evaluation)"
+)
+
+
+def figure_names(references: list[list[str]] | None = None, several: bool | None = None) -> list[str]:
+    """The ROUGE figures `summarize_and_score` gives against `references` (eval_items aside): the four F1 against
+    the first reference and, where some item has several references (or `several` says so), the same four as
+    `*_multi_reference`."""
+    if several is None:
+        several = any(len(r) > 1 for r in references or [])
+    return [*ROUGE_TYPES, *(f"{t}_multi_reference" for t in ROUGE_TYPES if several)]
+
+
 def sentence_lines(text: str) -> str:
     """`text` with one sentence a line, the input ROUGE-Lsum needs. The rule: a line break already in the text ends a
     sentence (CNN/DailyMail's highlights come one a line); within a line, NLTK's Punkt algorithm with no trained

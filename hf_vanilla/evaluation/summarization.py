@@ -6,22 +6,7 @@ from collections.abc import Mapping, Sequence
 from tqdm.auto import tqdm
 
 from ..decoding import check_length_bounds, generate_texts
-from .rouge import ROUGE_TYPES, rouge_scores
-
-# Where an item has several references (AESLC's dev and test: the sender's subject and three annotators'), the
-# `*_multi_reference` figures score, for each item and ROUGE type separately, the F1 of its best-matching reference
-# (`evaluation.rouge.compute_rouge`), then average over the items; the plain figures score the first reference alone.
-MULTI_REFERENCE_RULE = (
-    "for each item and ROUGE type, the F1 against its best-matching reference, averaged over the items "
-    "(rouge_score's score_multi, as AESLC's multi-reference evaluation)"
-)
-
-
-def figure_names(references: list[list[str]]) -> list[str]:
-    """The ROUGE figures `summarize_and_score` gives against `references` (eval_items aside): the four F1 against
-    the first reference and, where some item has several references, the same four as `*_multi_reference`."""
-    several = any(len(r) > 1 for r in references)
-    return [*ROUGE_TYPES, *(f"{t}_multi_reference" for t in ROUGE_TYPES if several)]
+from .rouge import MULTI_REFERENCE_RULE, ROUGE_TYPES, figure_names, rouge_scores  # noqa: F401  (re-exported)
 
 
 def summarize_and_score(

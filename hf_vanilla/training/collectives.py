@@ -7,6 +7,8 @@ from contextlib import contextmanager
 import torch
 from accelerate import Accelerator
 
+from ..errors import error_line
+
 
 class StepError(RuntimeError):
     """A step of a run that failed on one process (writing its log or results, the upload, the validation metric),
@@ -29,15 +31,6 @@ def broadcast_value(accelerator: Accelerator, value):
     holder = [value]
     broadcast_object_list(holder, from_process=0)
     return holder[0]
-
-
-def error_line(error: BaseException) -> str:
-    """`error` in one line: an OSError's reason (and file), otherwise the first line of its message (or its type)."""
-    if isinstance(error, OSError) and error.strerror:
-        files = " -> ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
-        return f"{error.strerror}: {files}" if files else error.strerror
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 @contextmanager

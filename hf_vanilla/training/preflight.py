@@ -8,6 +8,7 @@ from pathlib import Path
 
 from accelerate import Accelerator
 
+from ..errors import error_line
 from .collectives import agreed_failure
 
 
@@ -74,9 +75,9 @@ def check_hub(repo_id: str, token: str | None = None) -> None:
     try:
         HfApi(token=token).whoami()
     except Exception as error:  # offline mode, no network, a revoked token: all mean no upload after training
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise PreflightError(
-            f"--push-to-hub {repo_id}: the Hugging Face Hub cannot be reached or refuses the token ({first_line})"
+            f"--push-to-hub {repo_id}: the Hugging Face Hub cannot be reached or refuses the token "
+            f"({error_line(error)})"
         ) from error
 
 

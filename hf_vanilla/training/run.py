@@ -20,16 +20,17 @@ A recipe (see recipes/wmt_ende.py) is:
         def validation_metric(model, pairs) -> dict: ...       # greedy decodings of a few validation pairs
         def evaluate(model, pairs) -> tuple[dict, list[dict]]:  # the final decoding: figures (results.json fields),
             ...                                                 # samples; may write files in run.output_dir
-        return train_and_evaluate(run, corpus, (source, target), validation_metric, evaluate, extra={"task": ...})
+        extra = {"task": ...}                                    # the recipe's own results.json fields
+        return train_and_evaluate(run, corpus, (source, target), validation_metric, evaluate, extra, finish)
 
     if __name__ == "__main__":
-        run_recipe(main, HfArgumentParser(Arguments).parse_args_into_dataclasses()[0], "name")
+        run_recipe(main, parse_settings(Arguments), "name")   # training.flags: the command line of Arguments
 
-(`setting` is `training.arguments.setting`, `PAPER` `training.presets.PAPER`.) A preset may set the recipe's own
-fields too; a flag whose default is not None (a `bool` flag, say) always wins over its preset. `train_and_evaluate`
-trains, averages, evaluates on the main process, writes results.json (`extra`, the evaluation's figures, the training
-figures, every setting), samples.jsonl and the card (`hf_vanilla.cards`, by `extra["task"]`), and uploads; a stop
-signal ends the run after its checkpoint.
+(`setting` is `training.arguments.setting`, `PAPER` `training.presets.PAPER`, `finish` `hf_vanilla.publishing.finish`.)
+A preset may set the recipe's own fields too (a flag left out is None: the preset's). `train_and_evaluate` trains,
+keeps the final model (the average of the last checkpoints, or the best by --best-checkpoint-metric), evaluates on
+the main process and hands the figures to `finish` (results.json, samples.jsonl, the card, the upload); a stop signal
+ends the run after its checkpoint.
 """
 
 import ctypes
@@ -38,7 +39,6 @@ import hashlib
 import json
 import logging
 import os
-import platform
 import shutil
 import signal
 import sys
@@ -52,10 +52,8 @@ from accelerate.utils import set_seed
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .. import VanillaTransformerForConditionalGeneration
-from ..cards import render_model_card
 from ..data.copyable import copyable_tokens
 from ..data.encoding import EncodedPairs, encode_truncated_pairs
-from ..hub import PublishError, build_hub_folder, push_model_folder
 from ..tokenization import (
     PROVENANCE_FILE,
     BpeOptions,
@@ -193,7 +191,7 @@ def build_tokenizer(
     def describe(error: BaseException) -> str:
         if isinstance(error, TokenizerMismatch):
             return str(error)
-        return f"--init-from {settings.init_from}: cannot load its tokenizer ({str(error).splitlines()[0]})"
+        return f"--init-from {settings.init_from}: cannot load its tokenizer ({error_line(error)})"
 
     with agreed_failure(accelerator, PreflightError, catch=(TokenizerMismatch, OSError), describe=describe):
         if accelerator.is_main_process:
@@ -247,7 +245,7 @@ def build_model(run: RunContext, **overrides) -> VanillaTransformerForConditiona
         try:
             model = VanillaTransformerForConditionalGeneration.from_pretrained(settings.init_from, **overrides)
         except OSError as error:
-            raise PreflightError(f"--init-from {settings.init_from}: {str(error).splitlines()[0]}") from error
+            raise PreflightError(f"--init-from {settings.init_from}: {error_line(error)}") from error
         if model.config.vocab_size != len(run.tokenizer):
             raise PreflightError(
                 f"--init-from {settings.init_from}: its tokenizer and model disagree on the vocabulary"
@@ -392,11 +390,13 @@ def train_and_evaluate(
     validation_metric: Callable[[torch.nn.Module, object], dict],
     evaluate: Callable[[torch.nn.Module, object], tuple[dict, list[dict]]],
     extra: dict,
+    finish: Callable[[RunContext, dict, list[dict], dict], dict],
 ) -> dict:
     """The second half of every recipe, once its data, tokenizer and model are there: `train_and_average`, then, on
     the main process, `evaluate(model, held_out)` (the recipe's decoding and metric on the first --eval-sentences
-    pairs of --eval-split: its figures and samples, {"source", "reference", "hypothesis"} each) and `finish` (with
-    `extra`, the recipe's own results fields). A failure there stops every process; a stop signal in training ends
+    pairs of --eval-split: its figures and samples, {"source", "reference", "hypothesis"} each) and
+    `finish(run, figures, samples, extra)` (`hf_vanilla.publishing.finish`: results, card, upload; `extra`, the
+    recipe's own results fields). A failure there stops every process; a stop signal in training ends
     the run at once (`end_run_after_stop_signal`). Returns results.json's record (on the main process)."""
     held_out = first(corpus[run.settings.eval_split], run.settings.eval_sentences)
     if run.settings.TRUNCATION is not None or run.settings.COUNT_COPYABLE:  # counted before training, as the others'
@@ -405,7 +405,7 @@ def train_and_evaluate(
     if end_run_after_stop_signal(run):
         return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
     results = {}
-    with agreed_failure(run.accelerator, StepError, "could not finish the run", catch=(OSError, PublishError)):
+    with agreed_failure(run.accelerator, StepError, "could not finish the run", catch=(OSError, StepError)):
         if run.is_main_process:
             model = run.model.to(run.accelerator.device).eval()
             evaluation, samples = evaluate(model, held_out)
@@ -417,18 +417,6 @@ def train_and_evaluate(
 def first(pairs, count: int | None):
     """The first `count` rows of a dataset (all of them for None)."""
     return pairs if count is None else pairs.select(range(min(count, len(pairs))))
-
-
-def finish(run: RunContext, evaluation: dict, samples: list[dict], extra: dict) -> dict:
-    """On the main process, after evaluation: results.json, samples, the card, the trackers, the upload."""
-    evaluation = {**evaluation, "eval_split": run.settings.eval_split}
-    results = results_record(run, evaluation, extra)
-    write_outputs(run.output_dir, results, samples, run.model, run.settings.push_to_hub)
-    figures = {f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))}
-    run.accelerator.log(figures, step=run.training.steps)
-    if run.settings.push_to_hub:
-        publish(run.output_dir, run.settings.push_to_hub)
-    return results
 
 
 def average_final(accelerator: Accelerator, output_dir: Path, average_last: int) -> tuple[Path, list[str]]:
@@ -457,24 +445,6 @@ def best_final(accelerator: Accelerator, output_dir: Path) -> Path:
     return final
 
 
-def hardware_description(accelerator: Accelerator) -> str:
-    """What ran the model, for results.json and the card: the GPU's name, or the CPU's cores."""
-    if accelerator.device.type == "cuda":
-        return f"{accelerator.num_processes} x {torch.cuda.get_device_name(accelerator.device)}"
-    return f"CPU ({os.cpu_count()} cores, {cpu_model() or platform.machine()})"
-
-
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The processor's model name (Linux's /proc/cpuinfo), or None: the figures of a CPU run hold for that model."""
-    try:
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                return " ".join(line.partition(":")[2].split()) or None
-    except OSError:
-        pass
-    return None
-
-
 def untrained_result(accelerator: Accelerator) -> TrainingResult:
     """The training figures of an --eval-only run."""
     return TrainingResult(
@@ -490,52 +460,3 @@ def untrained_result(accelerator: Accelerator) -> TrainingResult:
     )
 
 
-def results_record(run: RunContext, evaluation: dict, extra: dict) -> dict:
-    """results.json: what was evaluated and how it was trained, with the settings really in force."""
-    accelerator, settings = run.accelerator, run.settings
-    return {
-        **extra,
-        **evaluation,
-        **{k: v for k, v in vars(run.training).items()},
-        "final_model": settings.final_model,
-        "averaged_checkpoints": run.averaged,
-        "preset": settings.preset,
-        "training_preset": settings.as_dict(),
-        "num_processes": accelerator.num_processes,
-        "distributed_type": accelerator.distributed_type.value,
-        "mixed_precision": accelerator.mixed_precision,
-        "device": str(accelerator.device),
-        "hardware": hardware_description(accelerator),
-        "parameters": sum(p.numel() for p in run.model.parameters()),
-        "seed": settings.seed,
-        "init_from": settings.init_from,
-        "eval_only": settings.eval_only,
-        **({"truncated": run.truncated} if settings.TRUNCATION is not None else {}),
-        **({"copyable": run.copyable} if settings.COUNT_COPYABLE else {}),
-        "command": " ".join(sys.argv),
-    }
-
-
-def write_outputs(output_dir: Path, results: dict, samples: list[dict], model, repo_id: str | None) -> None:
-    """results.json and samples.jsonl in OUTPUT_DIR (and results.json beside the final model), and the model card
-    rendered from them as OUTPUT_DIR/README.md."""
-    text = json.dumps(results, indent=2, ensure_ascii=False)
-    (output_dir / "results.json").write_text(text)
-    if (output_dir / "final" / "config.json").is_file():
-        (output_dir / "final" / "results.json").write_text(text)
-    with (output_dir / "samples.jsonl").open("w", encoding="utf-8") as handle:
-        for sample in samples:
-            handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
-    card = render_model_card(results, model.config, model.generation_config, repo_id or output_dir.name)
-    card.save(output_dir / "README.md")
-    print(json.dumps({k: v for k, v in results.items() if k != "training_preset"}, indent=2, ensure_ascii=False))
-    for sample in samples[:5]:
-        print(f"\nSRC: {sample['source']}\nREF: {sample['reference']}\nOUT: {sample['hypothesis']}")
-
-
-def publish(output_dir: Path, repo_id: str) -> str:
-    """Builds OUTPUT_DIR/hub from the run and uploads it to `repo_id`."""
-
-    url = push_model_folder(build_hub_folder(output_dir, output_dir / "hub", repo_id), repo_id)
-    print(f"published {repo_id}: {url}")
-    return url

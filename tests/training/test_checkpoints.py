@@ -74,7 +74,7 @@ def test_averaging_refuses_a_corrupted_checkpoint_by_name(tmp_path, damage):
         [
             sys.executable,
             "-m",
-            "hf_vanilla.cli",
+            "hf_vanilla_cli",
             "average-checkpoints",
             str(tmp_path),
             "--last",

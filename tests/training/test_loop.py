@@ -33,11 +33,14 @@ def test_an_interrupted_run_resumed_ends_with_the_same_weights(tmp_path):
     ]
 
 
-def test_a_time_budget_alone_bounds_the_run(tmp_path):
-    """--max-train-minutes without --max-steps: no number of updates at all; the budget, checked at each log line
-    (every update here), ends the run after its first update, which is checkpointed."""
-    result, _ = run_loop(tmp_path, None, max_train_minutes=1e-9)
-    assert result.steps == 1 and [p.name for p in list_checkpoints(tmp_path)] == ["checkpoint-00000001"]
+def test_a_time_budget_alone_bounds_the_run_read_after_every_update(tmp_path):
+    """--max-train-minutes without --max-steps: no number of updates at all; the budget, read after every update
+    (not only at log lines: --log-every 1000 here), ends the run after its first update, which is checkpointed;
+    and before a --max-steps that would come later."""
+    result, _ = run_loop(tmp_path / "alone", None, max_train_minutes=1e-9, log_every=1000)
+    assert result.steps == 1 and [p.name for p in list_checkpoints(tmp_path / "alone")] == ["checkpoint-00000001"]
+    result, _ = run_loop(tmp_path / "both", 5, max_train_minutes=1e-9, log_every=1000)
+    assert result.steps == 1
 
 
 def test_a_compiled_model_trains_on_lengths_padded_to_8_as_the_eager_one_and_counts_its_graphs(tmp_path):
@@ -123,7 +126,7 @@ def test_a_corpus_with_ids_outside_the_vocabulary_is_refused_before_training(tmp
 
 
 def test_a_cpu_runs_hardware_names_the_processor_model(tmp_path):
-    from hf_vanilla.training.run import cpu_model
+    from hf_vanilla.publishing import cpu_model
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC  7B13 64-Core Processor\n")

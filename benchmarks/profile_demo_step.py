@@ -1,0 +1,82 @@
+"""Where a CPU training update of the demo models spends its time: `torch.profiler` over updates (forward, backward,
+Adam) of the translation demo's model on batches of its shape and of the summarization demo's model (with the copy
+mechanism) on batches of its shape, the operators by self CPU time side by side.
+
+    python benchmarks/profile_demo_step.py                       # both demos, this machine's threads
+    OMP_NUM_THREADS=1 python benchmarks/profile_demo_step.py --updates 5
+
+Shapes (token ids drawn with a fixed seed, the demos' 4,000-token vocabulary): translation, 2,000 tokens a batch as
+rows of 30 source and 35 target tokens (Bible verses); summarization, 6,000 tokens a batch as rows of 96 source tokens
+(an AESLC body cut at the preset's limit) and 8 target tokens (a subject), half of each subject copied from its body.
+"""
+
+import argparse
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+
+from flag_checks import require_at_least
+
+SHAPES = {  # demo -> (model preset, tokens a batch, source length, target length)
+    "translation": ("demo", 2000, 30, 35),
+    "summarization": ("demo_summarization", 6000, 96, 8),
+}
+
+
+def batch(source: int, target: int, tokens: int, vocab: int, seed: int) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    rows = tokens // source
+    ids = torch.randint(4, vocab, (rows, source), generator=generator)
+    ids[:, -1] = 2
+    labels = torch.randint(4, vocab, (rows, target), generator=generator)
+    copied = torch.rand(rows, target, generator=generator) < 0.5
+    labels[copied] = ids.gather(1, torch.randint(0, source - 1, (rows, target), generator=generator))[copied]
+    labels[:, -1] = 2
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+
+def profile_demo(name: str, updates: int, rows: int) -> tuple[float, list[tuple[str, float]]]:
+    """(milliseconds an update, [(operator, share of self CPU time)] of the `rows` largest)."""
+    preset, tokens, source, target = SHAPES[name]
+    torch.manual_seed(0)
+    config = VanillaTransformerConfig.from_preset(preset, vocab_size=4000, unk_token_id=3)
+    model = VanillaTransformerForConditionalGeneration(config).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    inputs = batch(source, target, tokens, config.vocab_size, seed=1)
+
+    def update():
+        model(**inputs).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    update()  # warm-up
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        start = time.perf_counter()
+        for _ in range(updates):
+            update()
+        seconds = time.perf_counter() - start
+    events = [e for e in profiler.key_averages() if e.self_cpu_time_total > 0]
+    total = sum(e.self_cpu_time_total for e in events)
+    top = sorted(events, key=lambda e: -e.self_cpu_time_total)[:rows]
+    return 1000 * seconds / updates, [(e.key, 100 * e.self_cpu_time_total / total) for e in top]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--updates", type=int, default=5, help="Profiled updates per demo (after one warm-up).")
+    parser.add_argument("--rows", type=int, default=12, help="Operators shown per demo.")
+    args = parser.parse_args(argv)
+    require_at_least(parser, args, {"updates": 1, "rows": 1})
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {torch.backends.cpu.get_cpu_capability()}")
+    for name in SHAPES:
+        milliseconds, top = profile_demo(name, args.updates, args.rows)
+        print(f"\n{name}: {milliseconds:.0f} ms an update (profiled)\n| operator | self CPU |\n|---|---|")
+        for key, share in top:
+            print(f"| `{key}` | {share:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
