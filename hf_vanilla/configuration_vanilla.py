@@ -8,64 +8,25 @@ from transformers.activations import ACT2CLS, ACT2FN
 # `parsing` is the section 6.3 parser (4 layers, d_model 1024); `summarization` is Transformer-base with the
 # pointer-generator's copy mechanism (See et al., 2017), `summarization_small` a smaller one for small corpora;
 # `demo`/`demo_parsing`/`demo_summarization` fit the 15-minute CPU demos; `tiny` is for tests.
+# The paper's base model (Table 3), from which every other size is written as what differs.
+BASE = dict(d_model=512, encoder_layers=6, decoder_layers=6, num_attention_heads=8, d_ff=2048, dropout=0.1)
+BIG = dict(BASE, d_model=1024, num_attention_heads=16, d_ff=4096, dropout=0.3)
+DEMO = dict(BASE, d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512)
+COPYING = dict(pointer_generator=True, decoding="summarization")  # a summarizer: the copy mechanism, its decoding
 PRESETS: dict[str, dict] = {
-    "base": dict(d_model=512, encoder_layers=6, decoder_layers=6, num_attention_heads=8, d_ff=2048, dropout=0.1),
-    "big": dict(d_model=1024, encoder_layers=6, decoder_layers=6, num_attention_heads=16, d_ff=4096, dropout=0.3),
+    "base": BASE,
+    "big": BIG,
     # Section 6.1: the big English-French model used dropout 0.1 instead of 0.3.
-    "big_enfr": dict(d_model=1024, encoder_layers=6, decoder_layers=6, num_attention_heads=16, d_ff=4096, dropout=0.1),
-    "parsing": dict(
-        d_model=1024,
-        encoder_layers=4,
-        decoder_layers=4,
-        num_attention_heads=16,
-        d_ff=4096,
-        dropout=0.3,
-        decoding="parsing",
-    ),
-    "summarization": dict(
-        d_model=512,
-        encoder_layers=6,
-        decoder_layers=6,
-        num_attention_heads=8,
-        d_ff=2048,
-        dropout=0.1,
-        pointer_generator=True,
-        decoding="summarization",
-    ),
+    "big_enfr": dict(BIG, dropout=0.1),
+    "parsing": dict(BIG, encoder_layers=4, decoder_layers=4, decoding="parsing"),
+    "summarization": dict(BASE, **COPYING),
     # For corpora of a few million tokens (AESLC's e-mails): base's width, 4 + 4 layers, dropout 0.3, copying.
-    "summarization_small": dict(
-        d_model=512,
-        encoder_layers=4,
-        decoder_layers=4,
-        num_attention_heads=8,
-        d_ff=2048,
-        dropout=0.3,
-        pointer_generator=True,
-        decoding="summarization",
-    ),
-    "demo": dict(d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512, dropout=0.1),
-    "demo_parsing": dict(
-        d_model=128,
-        encoder_layers=3,
-        decoder_layers=3,
-        num_attention_heads=4,
-        d_ff=512,
-        dropout=0.1,
-        decoding="parsing",
-        tree_leaves="words",
-    ),
-    "demo_summarization": dict(
-        d_model=128,
-        encoder_layers=3,
-        decoder_layers=3,
-        num_attention_heads=4,
-        d_ff=512,
-        dropout=0.1,
-        pointer_generator=True,
-        decoding="summarization",
-    ),
+    "summarization_small": dict(BASE, encoder_layers=4, decoder_layers=4, dropout=0.3, **COPYING),
+    "demo": DEMO,
+    "demo_parsing": dict(DEMO, decoding="parsing", tree_leaves="words"),
+    "demo_summarization": dict(DEMO, **COPYING),
     "tiny": dict(
-        vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128, dropout=0.1
+        BASE, vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128
     ),
 }
 

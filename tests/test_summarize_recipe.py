@@ -17,7 +17,7 @@ from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from hf_vanilla import VanillaTransformerForConditionalGeneration
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.cards import check_card, expected_metrics
 from hf_vanilla.data.encoding import encode_truncated_pairs, truncate_ids
 from hf_vanilla.decoding import generate_texts, recorded_input_limit
@@ -96,6 +96,7 @@ def test_a_run_records_rouge_as_recomputed_from_its_predictions_in_the_test_file
     assert {name: results[name] for name in ROUGE} == {name: round(scores[name], 2) for name in ROUGE}
     assert 0 <= results["rouge1"] <= 100 and "rouge1_multi_reference" not in results
     assert results["steps"] == 4 and results["eval_items"] == len(test) and results["pointer_generator"] is True
+    assert results["cpu_threads"] == torch.get_num_threads()  # a CPU run's figures depend on it (docs/corpora.md)
     assert (results["max_source_tokens"], results["max_target_tokens"]) == (24, 8)
     # The model decodes as a summarizer (its DECODING row, the tiny preset's max_new_tokens) and records the source
     # limit it was trained with, where `hf-vanilla summarize` and the app read it.
@@ -328,7 +329,7 @@ def test_from_the_command_line_bad_input_is_one_line_and_exit_status_1(corpus, t
 
 def test_a_hub_corpus_name_is_read_with_its_real_columns_and_cited_in_the_card(corpus, tmp_path, monkeypatch):
     """`--dataset xsum` with the Hub replaced by the local corpus under XSum's real columns and split names."""
-    from hf_vanilla.data import summaries
+    from hf_vanilla.data import corpora
 
     calls = []
 
@@ -346,7 +347,7 @@ def test_a_hub_corpus_name_is_read_with_its_real_columns_and_cited_in_the_card(c
             }
         )
 
-    monkeypatch.setattr(summaries, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(corpora, "load_dataset", fake_load_dataset)
     args = recipe("summarize").Arguments(preset="tiny", dataset="xsum", output_dir=str(tmp_path / "run"), max_steps=2)
     results = recipe("summarize").main(args)
     assert calls == ["EdinburghNLP/xsum"] and results["dataset"] == "xsum"
@@ -373,8 +374,19 @@ def test_presets_and_flags_resolve_to_the_settings_of_the_issue(tmp_path):
     )
     assert demo.max_steps == 3000 and demo.max_train_minutes is None and demo.token_limits == (96, 32)
     # The model's DECODING row decodes, with the length penalty chosen on AESLC's dev.
-    assert demo.decoding == {"length_penalty": 2.0} and demo.model_preset == "demo_summarization"
-    assert demo.model_overrides == {"pointer_generator": True}
+    assert demo.decoding == {"length_penalty": 3.0} and demo.model_preset == "demo_summarization"
+    # The copy mechanism is the model preset's alone (no flag default restates it); the demo keeps its best checkpoint
+    # by greedy validation ROUGE-1 in best/, tests the average of the last three (better on dev), lower-cases its
+    # text, and learns copyable targets by copying (force_copy, smoothing over the vocabulary: better on dev).
+    assert demo.model_overrides == {"pointer_smoothing": "vocabulary", "force_copy": True}
+    assert demo.pointer_generator is None
+    assert VanillaTransformerConfig.from_preset(demo.model_preset).pointer_generator is True
+    assert (demo.best_checkpoint_metric, demo.final_model, demo.lowercase) == ("rouge1", "average", True)
+    # The preset for small corpora on a GPU: base's width, 4 + 4 layers, dropout 0.3, 512-token sources, early stop.
+    small = resolve(summarize.Arguments(preset="small"), SUMMARIZATION_PRESETS)
+    config = VanillaTransformerConfig.from_preset(small.model_preset)
+    assert (config.d_model, config.encoder_layers, config.dropout, config.pointer_generator) == (512, 4, 0.3, True)
+    assert (small.max_source_tokens, small.patience, small.best_checkpoint_metric) == (512, 10, "rouge1")
     full = resolve(summarize.Arguments(preset="summarization"), SUMMARIZATION_PRESETS)
     assert full.model_preset == "summarization" and full.decoding == {}
     assert (full.tokens_per_step, full.max_source_tokens, full.max_target_tokens, full.max_length) == (

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -139,13 +140,25 @@ def _set_rng_state(state: dict[str, torch.Tensor]) -> None:
         torch.cuda.set_rng_state(state["cuda"])
 
 
+@dataclass(frozen=True)
+class Trainable:
+    """What a checkpoint saves and a resume restores besides the progress: the model (as Accelerate prepared it), its
+    optimizer and its learning-rate schedule."""
+
+    model: torch.nn.Module
+    optimizer: object
+    scheduler: object
+
+    def parts(self) -> tuple:
+        """(model, optimizer, scheduler), the objects themselves (`dataclasses.astuple` would copy them)."""
+        return self.model, self.optimizer, self.scheduler
+
+
 def save_checkpoint(
     accelerator: Accelerator,
     output_dir: Path,
     step: int,
-    model,
-    optimizer,
-    scheduler,
+    trainable: Trainable,
     tokenizer,
     state: dict,
     keep_last: int,
@@ -154,7 +167,7 @@ def save_checkpoint(
     complete checkpoints. Every process takes part (gathering shards); the main process writes the shared files. A
     failed write removes the unfinished folder and is a `CheckpointError` on every process; the checkpoints saved
     before are untouched."""
-    output_dir = Path(output_dir)
+    output_dir, model, optimizer, scheduler = Path(output_dir), *trainable.parts()
     final = output_dir / f"{PREFIX}{step:08d}"
     temporary = output_dir / f".tmp-{PREFIX}{step:08d}"
     try:
@@ -284,10 +297,15 @@ def read_state(checkpoint: Path) -> dict:
     return json.loads((Path(checkpoint) / STATE_FILE).read_text())
 
 
-def load_checkpoint(accelerator: Accelerator, checkpoint: Path, model, optimizer, scheduler) -> dict:
+def load_checkpoint(accelerator: Accelerator, checkpoint: Path, trainable: Trainable) -> dict:
     """Restores the model (into its shards), the optimizer, the schedule, the loss scaler and this process's random
     generators from `checkpoint`; returns its trainer state."""
-    checkpoint = Path(checkpoint)
+    checkpoint, model, optimizer, scheduler = (
+        Path(checkpoint),
+        trainable.model,
+        trainable.optimizer,
+        trainable.scheduler,
+    )
     state = read_state(checkpoint)
     if state.get("num_processes", accelerator.num_processes) != accelerator.num_processes:
         raise CheckpointError(

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from ..data.batching import TokenBudgetBatchSampler
 from ..data.encoding import EncodedPairs
 from .arguments import RunSettings
-from .checkpoints import latest_valid_checkpoint, load_checkpoint, save_checkpoint, save_model_folder
+from .checkpoints import Trainable, latest_valid_checkpoint, load_checkpoint, save_checkpoint, save_model_folder
 from .collectives import StepError, agreed_failure, any_process
 from .context import RunContext, TrainingResult
 from .schedule import paper_optimizer, paper_scheduler
@@ -165,6 +165,7 @@ class TrainingLoop:
         self.scheduler = paper_scheduler(optimizer, model.config.d_model, settings.warmup_steps, settings.lr_scale)
         self.pad_token_id = model.config.pad_token_id  # the tokenizer's (`new_model`, or --init-from's own)
         self.model, self.optimizer = accelerator.prepare(model, optimizer)  # compiles the model under a dynamo backend
+        self.trainable = Trainable(self.model, self.optimizer, self.scheduler)
         self.backend = accelerator.state.dynamo_plugin.backend.value.lower()
         self.compiled = self.backend != "no"
         self.pad_to_multiple_of = COMPILED_LENGTH_MULTIPLE if self.compiled else 1
@@ -186,7 +187,7 @@ class TrainingLoop:
         if checkpoint is None:
             logger.info(f"No complete checkpoint in {output_dir}: starting from scratch", main_process_only=True)
             return
-        state = load_checkpoint(accelerator, checkpoint, self.model, self.optimizer, self.scheduler)
+        state = load_checkpoint(accelerator, checkpoint, self.trainable)
         self.progress.load_state_dict(state)
         logger.info(f"Resumed from {checkpoint} at update {self.progress.step}", main_process_only=True)
         with agreed_failure(accelerator, StepError, f"could not rewrite {self.log_file}", catch=(OSError,)):
@@ -352,9 +353,7 @@ class TrainingLoop:
             self.accelerator,
             self.context.output_dir,
             self.progress.step,
-            self.model,
-            self.optimizer,
-            self.scheduler,
+            self.trainable,
             self.context.tokenizer,
             self.progress.state_dict(),
             self.settings.keep_last,

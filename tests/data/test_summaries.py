@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from datasets import Dataset, DatasetDict
 
-from hf_vanilla.data import summaries
+from hf_vanilla.data import corpora, summaries
 from hf_vanilla.data.encoding import encode_truncated_pairs
 from hf_vanilla.data.summaries import (
     HUB_SUMMARIES,
@@ -248,7 +248,7 @@ def test_hub_names_load_their_repository_columns_and_splits(monkeypatch, name):
             }
         )
 
-    monkeypatch.setattr(summaries, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(corpora, "load_dataset", fake_load_dataset)
     for given in (name, repo):
         corpus = load_summarization_corpus(given)
         assert calls.pop() == (repo, config, revision)
@@ -267,7 +267,7 @@ def test_hub_split_names_are_mapped_and_a_missing_column_is_named(monkeypatch):
         row = {"email_body": ["b"], "subject_line": ["s"]}
         return DatasetDict({"train": Dataset.from_dict(row), "dev": Dataset.from_dict(row)})
 
-    monkeypatch.setattr(summaries, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(corpora, "load_dataset", fake_load_dataset)
     assert list(load_summarization_corpus("aeslc")) == ["train", "validation"]
     with pytest.raises(SummaryDataError, match=r"^xsum \(train\): no column 'document' \(its columns: email_body"):
         load_summarization_corpus("xsum")
