@@ -73,8 +73,6 @@ class DemoModel:
         """The model's config; `ModelLoadError` when there is none to read."""
         from transformers import AutoConfig, GenerationConfig
 
-        from . import VanillaTransformerConfig  # noqa: F401  (registers the model with the Auto classes)
-
         check_model_path(name)
         try:
             config = AutoConfig.from_pretrained(name)
@@ -98,7 +96,7 @@ class DemoModel:
 
     def load(self) -> tuple:
         """(model, tokenizer), loaded on the first call; `ModelLoadError` (and a new try next time) when it fails."""
-        from . import VanillaPreTrainedModel
+        from .modeling_vanilla import VanillaPreTrainedModel
 
         with self._lock:
             if self._loaded is None:

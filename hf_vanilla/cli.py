@@ -273,8 +273,8 @@ def _export_ct2(args: argparse.Namespace) -> None:
 
 
 def _attention(args: argparse.Namespace) -> None:
-    from . import VanillaPreTrainedModel
     from .attention_plots import PLOTS_MISSING, attention_maps, plot_attention
+    from .modeling_vanilla import VanillaPreTrainedModel
 
     try:
         import matplotlib  # noqa: F401

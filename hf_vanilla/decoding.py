@@ -47,8 +47,6 @@ def load_for_decoding(model_name: str):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
     from transformers.utils import logging
 
-    from . import VanillaTransformerConfig  # noqa: F401  (registers the model with the Auto classes)
-
     logging.disable_progress_bar()  # stderr stays for errors; a progress bar is shown only for decoding a file
     check_model_path(model_name)
     try:

@@ -135,8 +135,6 @@ def build_space_folder(destination: Path, models: list[str], space_id: str) -> P
     `models` (`hf_vanilla.app`), this hf_vanilla package beside it (the Space imports it from there),
     `requirements.txt` pinned to the versions installed here, and a README whose YAML header declares the Gradio SDK,
     its version, the app file and the models."""
-    import hf_vanilla
-
     if not models:
         raise PublishError("A Space needs at least one model to show.")
     pins = space_requirements()
@@ -144,9 +142,7 @@ def build_space_folder(destination: Path, models: list[str], space_id: str) -> P
     destination = Path(destination)
     if destination.exists():
         shutil.rmtree(destination)
-    shutil.copytree(
-        Path(hf_vanilla.__file__).parent, destination / "hf_vanilla", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    shutil.copytree(Path(__file__).parent, destination / "hf_vanilla", ignore=shutil.ignore_patterns("__pycache__"))
     (destination / "app.py").write_text(SPACE_APP.format(models=list(models)))
     (destination / "requirements.txt").write_text("".join(pin + "\n" for pin in pins))
     data = SpaceCardData(

@@ -679,15 +679,14 @@ def _per_item(loss: torch.Tensor, labels: torch.Tensor, num_items_in_batch: int 
 
 def chunked_label_smoothed_cross_entropy(
     hidden_states: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
+    head: nn.Linear,
     labels: torch.Tensor,
     epsilon: float,
     pad_token_id: int,
     chunk_tokens: int,
     num_items_in_batch: int | torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """`label_smoothed_cross_entropy` of the logits `hidden_states @ weight.T + bias`, `chunk_tokens` positions at a
+    """`label_smoothed_cross_entropy` of the logits `head(hidden_states)`, `chunk_tokens` positions at a
     time: each chunk's logits are recomputed in the backward pass (activation checkpointing), so at most one chunk's
     logits exist at once. Reads nothing back from the device."""
     hidden = hidden_states.reshape(-1, hidden_states.shape[-1])
@@ -696,7 +695,14 @@ def chunked_label_smoothed_cross_entropy(
     for start in range(0, hidden.shape[0], chunk_tokens):
         chunk = slice(start, start + chunk_tokens)
         total = total + checkpoint(
-            _chunk_loss, hidden[chunk], weight, bias, labels[chunk], epsilon, pad_token_id, use_reentrant=False
+            _chunk_loss,
+            hidden[chunk],
+            head.weight,
+            head.bias,
+            labels[chunk],
+            epsilon,
+            pad_token_id,
+            use_reentrant=False,
         )
     return _per_item(total, labels, num_items_in_batch)
 
@@ -1088,8 +1094,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         config = self.config
         return chunked_label_smoothed_cross_entropy(
             hidden_states,
-            self.lm_head.weight,
-            self.lm_head.bias,
+            self.lm_head,
             labels,
             config.label_smoothing,
             config.pad_token_id,

@@ -12,18 +12,19 @@ import torch
 from accelerate import Accelerator
 
 from .cards import render_model_card
+from .evaluation import Evaluation
 from .hub import PublishError, build_hub_folder, push_model_folder
 from .training.collectives import StepError
 from .training.context import RunContext
 
 
-def finish(run: RunContext, evaluation: dict, samples: list[dict], extra: dict) -> dict:
+def finish(run: RunContext, evaluation: Evaluation, extra: dict) -> dict:
     """On the main process, after evaluation: results.json, samples, the card, the trackers, the upload."""
-    evaluation = {**evaluation, "eval_split": run.settings.eval_split}
-    results = results_record(run, evaluation, extra)
-    write_outputs(run.output_dir, results, samples, run.model, run.settings.push_to_hub)
-    figures = {f"test_{k}": v for k, v in evaluation.items() if isinstance(v, (int, float))}
-    run.accelerator.log(figures, step=run.training.steps)
+    figures = {**evaluation.figures, "eval_split": run.settings.eval_split}
+    results = results_record(run, figures, extra)
+    write_outputs(run.output_dir, results, evaluation.samples, run.model, run.settings.push_to_hub)
+    logged = {f"test_{k}": v for k, v in figures.items() if isinstance(v, (int, float))}
+    run.accelerator.log(logged, step=run.training.steps)
     if run.settings.push_to_hub:
         try:
             publish(run.output_dir, run.settings.push_to_hub)

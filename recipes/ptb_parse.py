@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 from datasets import Dataset, DatasetDict
 
-from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.treebank import treebank_path, treebank_splits
-from hf_vanilla.errors import error_line
+from hf_vanilla.evaluation import Evaluation
 from hf_vanilla.evaluation.parsing import parse_and_score
 from hf_vanilla.parsing import TreebankError, linearize_leaves, tree_words
 from hf_vanilla.publishing import finish
@@ -63,6 +62,7 @@ class Arguments(RunSettings):
             "`delinearize` repairs what comes out."
         },
     )
+    MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "tree_leaves")
     METRICS = {"f1": "valid_evalb_f1"}
 
 
@@ -72,30 +72,11 @@ def as_pairs(trees: list[str], leaves: str) -> Dataset:
     return Dataset.from_dict({"translation": pairs, "gold": trees})
 
 
-def tree_leaves(args: Arguments, model_preset: str) -> str:
-    """What stands for each word in the linearized trees: --init-from's model's own (its grammar decodes them, so
-    a different --tree-leaves is refused), else --tree-leaves or the preset's."""
-    if args.init_from is not None:
-        try:
-            leaves = VanillaTransformerConfig.from_pretrained(args.init_from).tree_leaves
-        except OSError as error:
-            raise PreflightError(f"--init-from {args.init_from}: {error_line(error)}") from error
-        if args.tree_leaves not in (None, leaves):
-            raise PreflightError(f"--tree-leaves {args.tree_leaves}: --init-from's model writes {leaves} leaves")
-        return leaves
-    overrides = {"tree_leaves": args.tree_leaves} if args.tree_leaves else {}
-    try:
-        return VanillaTransformerConfig.from_preset(model_preset, **overrides).tree_leaves
-    except ValueError as error:
-        raise PreflightError(f"--tree-leaves: {error}") from error
-
-
 def main(args: Arguments) -> dict:
-    # Start: the settings (command line over preset), Accelerator (precision as launched), seed; the trees' leaves
-    # checked before any data is read.
-    run = start("ptb_parse", args, PARSING_PRESETS)
-    settings = run.settings
-    leaves = tree_leaves(settings, settings.model_preset)
+    # Start: the settings (command line over preset), the model's configuration (its trees' leaves: --init-from's
+    # model keeps its own) checked before any data is read, Accelerator (precision as launched), seed.
+    run = start("ptb_parse", args, PARSING_PRESETS, decoding="parsing")
+    settings, leaves = run.settings, run.config.tree_leaves
 
     # Data, and everything that can be checked before the first update.
     try:
@@ -107,23 +88,21 @@ def main(args: Arguments) -> dict:
 
     # Tokenizer: treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
     tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, settings.treebank, BpeOptions(whitespace_only=True))
-    build_model(run, **({} if settings.init_from else {"tree_leaves": leaves, "decoding": "parsing"}))
+    build_model(run)
 
     # The metric: EVALB F1 of greedy parses in validation, of the paper's beam search at the end (predictions.mrg).
     def validation_f1(model, pairs) -> dict:
         words = [pair["words"] for pair in pairs["translation"]]
-        figures, _, _ = parse_and_score(
+        scored = parse_and_score(
             model, tokenizer, words, pairs["gold"], settings.tree_grammar, progress=False, num_beams=1
         )
-        return {"valid_evalb_f1": figures["evalb_f1"]}
+        return {"valid_evalb_f1": scored.figures["evalb_f1"]}
 
-    def evaluate(model, pairs) -> tuple[dict, list[dict]]:
+    def evaluate(model, pairs) -> Evaluation:
         words = [pair["words"] for pair in pairs["translation"]]
-        evaluation, predictions, samples = parse_and_score(
-            model, tokenizer, words, pairs["gold"], settings.tree_grammar
-        )
-        (run.output_dir / "predictions.mrg").write_text("\n".join(predictions) + "\n")
-        return evaluation, samples
+        evaluation = parse_and_score(model, tokenizer, words, pairs["gold"], settings.tree_grammar)
+        (run.output_dir / "predictions.mrg").write_text("\n".join(evaluation.predictions) + "\n")
+        return evaluation
 
     # Training, averaging, evaluation, results, card, upload.
     extra = {

@@ -19,8 +19,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hf_vanilla import VanillaTransformerConfig
 from hf_vanilla.data.summaries import SIDES, as_pairs, hold_out, load_summarization_corpus
+from hf_vanilla.evaluation import Evaluation
 from hf_vanilla.evaluation.rouge import ROUGE_TYPES
 from hf_vanilla.evaluation.summarization import summarize_and_score
 from hf_vanilla.publishing import finish
@@ -96,30 +96,6 @@ class Arguments(RunSettings):
     }
 
 
-def check_model_options(settings: Arguments) -> None:
-    """The model the flags ask for can be built; --init-from's model keeps its own architecture, so a
-    --pointer-generator setting other than its own is refused (the copy's own options need a copy)."""
-    if settings.init_from is None:
-        try:
-            VanillaTransformerConfig.from_preset(settings.model_preset, **settings.model_overrides)
-        except ValueError as error:
-            raise PreflightError(
-                f"--preset {settings.preset}'s model with these flags: {error_line(error)}"
-            ) from error
-        return
-    try:
-        copies = VanillaTransformerConfig.from_pretrained(settings.init_from).pointer_generator
-    except OSError as error:
-        raise PreflightError(f"--init-from {settings.init_from}: {error_line(error)}") from error
-    if settings.pointer_generator is not None and copies != settings.pointer_generator:
-        given = "--pointer-generator" if settings.pointer_generator else "--no-pointer-generator"
-        needed = "--pointer-generator" if copies else "--no-pointer-generator"
-        raise PreflightError(
-            f"{given}: --init-from's model {'has a' if copies else 'has no'} copy mechanism, and keeps it: give "
-            f"{needed}"
-        )
-
-
 def default_dataset(preset: str) -> str:
     """The demo corpus for the demo, smoke and tiny presets (a one-line error where it is absent), the Hub's AESLC
     else."""
@@ -134,11 +110,11 @@ def default_dataset(preset: str) -> str:
 
 
 def main(args: Arguments) -> dict:
-    # Start: the settings (command line over preset), Accelerator (precision as launched), seed; the model's options
-    # (the copy mechanism above all) checked before any data is read.
-    run = start("summarize", args, SUMMARIZATION_PRESETS)
+    # Start: the settings (command line over preset), the model's configuration (with or without the copy mechanism,
+    # decoding as a summarizer whatever its size: `DECODING["summarization"]`) checked before any data is read,
+    # Accelerator (precision as launched), seed.
+    run = start("summarize", args, SUMMARIZATION_PRESETS, decoding="summarization")
     settings, held_out = run.settings, {}
-    check_model_options(settings)
     dataset = settings.dataset or default_dataset(settings.preset)
 
     # Data, and everything that can be checked before the first update.
@@ -158,34 +134,32 @@ def main(args: Arguments) -> dict:
     suppliers = {"validation": "--validation-file", "test": "--test-file"}
     check_before_training(run, corpus, dataset, "--dataset", suppliers)
 
-    # Tokenizer (trained on the training split, or --init-from's) and model (with or without the copy mechanism),
-    # decoding as a summarizer (`DECODING["summarization"]`) whatever its size.
+    # Tokenizer (trained on the training split, or --init-from's) and model.
     tokenizer = build_tokenizer(
         run, corpus["train"], SIDES, dataset, BpeOptions(prefix_space=True, lowercase=bool(settings.lowercase))
     )
-    build_model(run, **({} if settings.init_from else {"decoding": "summarization"}))
+    build_model(run)
 
     # The metric: ROUGE of greedy summaries in validation (--best-checkpoint-metric may choose the final model by
     # one of them), ROUGE of the beam search at the end (predictions.jsonl).
     def validation_rouge(model, items) -> dict:
-        figures, _ = summarize_and_score(
+        scored = summarize_and_score(
             model, tokenizer, items["text"], items["references"], settings.max_source_tokens, False, num_beams=1
         )
-        return {f"valid_{name}": figures[name] for name in ROUGE_TYPES}
+        return {f"valid_{name}": scored.figures[name] for name in ROUGE_TYPES}
 
-    def evaluate(model, items) -> tuple[dict, list[dict]]:
-        figures, predictions = summarize_and_score(
+    def evaluate(model, items) -> Evaluation:
+        evaluation = summarize_and_score(
             model, tokenizer, items["text"], items["references"], settings.max_source_tokens
         )
         rows = [
             {"source": text, "reference": references[0], "prediction": prediction}
             | ({"references": references} if len(references) > 1 else {})
-            for text, references, prediction in zip(items["text"], items["references"], predictions)
+            for text, references, prediction in zip(items["text"], items["references"], evaluation.predictions)
         ]
         with (run.output_dir / "predictions.jsonl").open("w", encoding="utf-8") as handle:
             handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-        samples = [{"source": r["source"], "reference": r["reference"], "hypothesis": r["prediction"]} for r in rows]
-        return figures, samples
+        return evaluation
 
     # Training, averaging, evaluation, results, card, upload.
     extra = {

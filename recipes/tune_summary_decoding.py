@@ -95,9 +95,7 @@ def main(argv: list[str] | None = None) -> dict:
         config = model.generation_config
         grid = {"length_penalty": [config.length_penalty]}  # no candidates given: the model's own setting, scored
     try:
-        chosen, rows = tune_decoding(
-            model, tokenizer, items["text"], items["references"], grid, limit, key=args.choose_by
-        )
+        chosen, rows = tune_decoding(model, tokenizer, items, grid, limit, key=args.choose_by)
     except ValueError as error:
         sys.exit(f"error: {error_line(error)}")
     names = list(grid)

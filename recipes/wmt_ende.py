@@ -13,6 +13,7 @@ Shared BPE -> token-budget batches -> the paper's Adam and schedule (validation 
 from dataclasses import dataclass, field
 
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
+from hf_vanilla.evaluation import Evaluation
 from hf_vanilla.evaluation.translation import translate_and_score
 from hf_vanilla.publishing import finish
 from hf_vanilla.training.arguments import RunSettings
@@ -76,12 +77,12 @@ def main(args: Arguments) -> dict:
 
     # The metric: BLEU of greedy decodings in validation, of the paper's beam search at the end.
     def validation_bleu(model, pairs) -> dict:
-        figures, _ = translate_and_score(
+        scored = translate_and_score(
             model, tokenizer, *sides(pairs, languages), settings.target_lang, progress=False, num_beams=1
         )
-        return {"valid_sacrebleu": figures["sacrebleu"]}
+        return {"valid_sacrebleu": scored.figures["sacrebleu"]}
 
-    def evaluate(model, pairs) -> tuple[dict, list[dict]]:
+    def evaluate(model, pairs) -> Evaluation:
         return translate_and_score(model, tokenizer, *sides(pairs, languages), settings.target_lang)
 
     # Training, averaging, evaluation, results, card, upload.

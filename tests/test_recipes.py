@@ -20,9 +20,11 @@ from hf_vanilla import VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.corpora import load_translation_corpus
 from hf_vanilla.parsing import parse_tree
 from hf_vanilla.tokenization import TokenizerMismatch
-from hf_vanilla.training.arguments import RunSettings
+from hf_vanilla.training.arguments import RunSettings, resolve
 from hf_vanilla.training.flags import parse_settings
+from hf_vanilla.training.model_config import run_config
 from hf_vanilla.training.preflight import PreflightError
+from hf_vanilla.training.presets import PARSING_PRESETS
 
 from runs import RECIPES, WMT_SAMPLE, recipe, require, wmt_args
 from tolerances import rounding_tolerance, transformer_sums
@@ -102,10 +104,17 @@ def test_a_checkpoint_holds_the_weights_once(wmt_run):
 
 def test_a_parser_warm_start_writes_trees_with_its_models_own_leaves(parse_run):
     ptb_parse, final = recipe("ptb_parse"), str(parse_run[0] / "final")  # a model with "words" leaves
-    assert ptb_parse.tree_leaves(ptb_parse.Arguments(), "parsing") == "placeholder"
-    assert ptb_parse.tree_leaves(ptb_parse.Arguments(init_from=final), "parsing") == "words"
-    with pytest.raises(PreflightError, match="--tree-leaves placeholder: --init-from's model writes words leaves"):
-        ptb_parse.tree_leaves(ptb_parse.Arguments(init_from=final, tree_leaves="placeholder"), "parsing")
+
+    def leaves(**flags) -> str:
+        return run_config(resolve(ptb_parse.Arguments(**flags), PARSING_PRESETS)).tree_leaves
+
+    assert leaves(preset="parsing") == "placeholder" and leaves(preset="parsing", tree_leaves="pos") == "pos"
+    assert leaves(preset="parsing", init_from=final) == "words"
+    refused = ptb_parse.Arguments(
+        preset="smoke", init_from=final, tree_leaves="placeholder", output_dir=str(parse_run[0].parent / "refused")
+    )
+    with pytest.raises(PreflightError, match="^--tree-leaves placeholder: --init-from's model has tree_leaves="):
+        ptb_parse.main(refused)
 
 
 def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run):
@@ -245,7 +254,7 @@ def test_a_length_filter_that_leaves_nothing_stops_before_training(tmp_path):
 
 def test_demo_presets_are_bounded_by_updates_not_by_time():
     from hf_vanilla.training.arguments import resolve
-    from hf_vanilla.training.presets import PARSING_PRESETS, WMT_PRESETS
+    from hf_vanilla.training.presets import WMT_PRESETS
 
     for presets, name in ((WMT_PRESETS, "wmt_ende"), (PARSING_PRESETS, "ptb_parse")):
         settings = resolve(recipe(name).Arguments(preset="demo"), presets)

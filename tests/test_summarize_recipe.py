@@ -279,7 +279,8 @@ def test_a_warm_start_keeps_its_models_copy_mechanism_and_scores_as_its_run_did(
         return generate_texts(*args, **kwargs)
 
     monkeypatch.setattr(summarization, "generate_texts", recorded)
-    with pytest.raises(PreflightError, match="^--no-pointer-generator: --init-from's model has a copy mechanism"):
+    refusal = "^--no-pointer-generator: --init-from's model has pointer_generator=True"
+    with pytest.raises(PreflightError, match=refusal):
         summarize.main(summarize_args(tmp_path / "refused", corpus, init_from=final, pointer_generator=False))
     assert not (tmp_path / "refused" / "tokenizer").exists()  # refused before any data or tokenizer
     scored = summarize.main(summarize_args(tmp_path / "scored", corpus, init_from=final, eval_only=True))

@@ -8,12 +8,14 @@ import numpy as np
 class TokenBudgetBatchSampler:
     """Length-bucketed batches whose padded source and target sizes each stay within `max_tokens`.
 
-    Every epoch, sentences are grouped into bands of `length_band` source lengths and sorted by target length within
+    Every epoch, sentences are grouped into bands of `LENGTH_BAND` source lengths and sorted by target length within
     each band, alternately ascending and descending (a snake through the 2-D length grid, so that neighbouring
     batches stay close on both sides), ties broken at random; the list is cut into batches and the batch order is
     shuffled, all from `seed + epoch`, so that any process rebuilds the same batches. Process
     `rank` of `num_replicas` takes every `num_replicas`-th batch of a list cut to a multiple of `num_replicas`: all
     processes get different batches and the same number of them, so none waits at the end of an epoch."""
+
+    LENGTH_BAND = 3
 
     def __init__(
         self,
@@ -24,7 +26,6 @@ class TokenBudgetBatchSampler:
         num_replicas: int = 1,
         rank: int = 0,
         shuffle: bool = True,
-        length_band: int = 3,
     ):
         self.source_lengths = np.asarray(source_lengths, dtype=np.int64)
         self.target_lengths = np.asarray(target_lengths, dtype=np.int64)
@@ -47,7 +48,7 @@ class TokenBudgetBatchSampler:
             rank,
             shuffle,
         )
-        band = self.source_lengths // max(length_band, 1)
+        band = self.source_lengths // self.LENGTH_BAND
         self._band = band
         self._snake_target = np.where(band % 2 == 0, self.target_lengths, -self.target_lengths)
 

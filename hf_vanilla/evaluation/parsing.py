@@ -5,6 +5,7 @@ from ..decoding import generate_texts
 from ..parsing.grammar import tree_grammar_for
 from ..parsing.linearization import needed_repair, tree_from_output
 from .evalb import evalb
+from .result import Evaluation
 
 
 def parse_and_score(
@@ -15,9 +16,9 @@ def parse_and_score(
     tree_grammar: bool = True,
     progress: bool = True,
     **generate_kwargs,
-) -> tuple[dict, list[str], list[dict]]:
-    """Parses `sentences` (space-separated words) and scores the trees against `gold`: (figures, predicted trees,
-    samples); figures hold `evalb_f1`, `evalb_precision`, `evalb_recall`, `evalb_exact_match`, `evalb_sentences` and
+) -> Evaluation:
+    """Parses `sentences` (space-separated words) and scores the trees against `gold` (the predictions: repaired
+    trees); figures hold `evalb_f1`, `evalb_precision`, `evalb_recall`, `evalb_exact_match`, `evalb_sentences` and
     `repaired_share`, the share of raw outputs that `delinearize` had to change."""
     leaves = model.config.tree_leaves
     if tree_grammar:
@@ -30,5 +31,4 @@ def parse_and_score(
         predictions.append(tree_from_output(output, words, leaves))
     figures = {f"evalb_{key}": value for key, value in evalb(gold, predictions).items()}
     figures["repaired_share"] = round(repaired / len(sentences), 4)
-    samples = [{"source": s, "reference": g, "hypothesis": p} for s, g, p in zip(sentences, gold, predictions)]
-    return figures, predictions, samples
+    return Evaluation.of(figures, sentences, gold, predictions)

@@ -2,6 +2,7 @@
 
 from ..decoding import generate_texts
 from .bleu import sacrebleu_score, tokenized_bleu
+from .result import Evaluation
 
 
 def translate_and_score(
@@ -12,9 +13,9 @@ def translate_and_score(
     target_lang: str,
     progress: bool = True,
     **generate_kwargs,
-) -> tuple[dict, list[dict]]:
+) -> Evaluation:
     """Translates `sources` (the model's generation config, overridden by `generate_kwargs`) and scores them against
-    `references`: (figures, samples), figures holding `sacrebleu`, its signature, `tokenized_bleu` and the count."""
+    `references`: figures holding `sacrebleu`, its signature, `tokenized_bleu` and `eval_sentences`."""
     hypotheses = generate_texts(model, tokenizer, sources, progress=progress, **generate_kwargs)
     bleu, signature = sacrebleu_score(hypotheses, references)
     figures = {
@@ -23,5 +24,4 @@ def translate_and_score(
         "tokenized_bleu": tokenized_bleu(hypotheses, references, target_lang),
         "eval_sentences": len(sources),
     }
-    samples = [{"source": s, "reference": r, "hypothesis": h} for s, r, h in zip(sources, references, hypotheses)]
-    return figures, samples
+    return Evaluation.of(figures, sources, references, hypotheses)

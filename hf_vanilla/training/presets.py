@@ -1,22 +1,27 @@
 """Training hyper-parameters of each recipe preset (values of `training.arguments.RunSettings`); the model sizes
 themselves are `hf_vanilla.PRESETS`."""
 
-from .. import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from ..configuration_vanilla import VanillaTransformerConfig
+from ..modeling_vanilla import VanillaTransformerForConditionalGeneration
 
 
-def new_model(model_preset: str, tokenizer, **overrides) -> VanillaTransformerForConditionalGeneration:
-    """A freshly initialised model of size `model_preset` (`hf_vanilla.PRESETS`) whose vocabulary and special tokens
-    are `tokenizer`'s, decoding starting from <s>; `overrides` set any other configuration field."""
-    config = VanillaTransformerConfig.from_preset(
-        model_preset,
+def tokenizer_fields(tokenizer) -> dict:
+    """The configuration fields that a model takes from its tokenizer: vocabulary, special tokens, decoding starting
+    from <s>."""
+    return dict(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         unk_token_id=tokenizer.unk_token_id,
         decoder_start_token_id=tokenizer.bos_token_id,
-        **overrides,
     )
+
+
+def new_model(model_preset: str, tokenizer, **overrides) -> VanillaTransformerForConditionalGeneration:
+    """A freshly initialised model of size `model_preset` (`hf_vanilla.PRESETS`) whose vocabulary and special tokens
+    are `tokenizer`'s (`tokenizer_fields`); `overrides` set any other configuration field."""
+    config = VanillaTransformerConfig.from_preset(model_preset, **tokenizer_fields(tokenizer), **overrides)
     return VanillaTransformerForConditionalGeneration(config)
 
 

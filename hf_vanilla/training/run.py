@@ -16,10 +16,10 @@ A recipe (see recipes/wmt_ende.py) is:
                                                # {source: text, target: text} (other columns are the recipe's)
         check_before_training(run, corpus, dataset, "--dataset")
         build_tokenizer(run, corpus["train"], (source, target), dataset)      # run.tokenizer
-        build_model(run)                       # run.model (or --init-from's), with the flags' configuration
+        build_model(run)                       # run.model (or --init-from's) of run.config, decided in start
         def validation_metric(model, pairs) -> dict: ...       # greedy decodings of a few validation pairs
-        def evaluate(model, pairs) -> tuple[dict, list[dict]]:  # the final decoding: figures (results.json fields),
-            ...                                                 # samples; may write files in run.output_dir
+        def evaluate(model, pairs) -> Evaluation: ...  # the final decoding: figures (results.json fields),
+                                                        # predictions, samples; may write files in run.output_dir
         extra = {"task": ...}                                    # the recipe's own results.json fields
         return train_and_evaluate(run, corpus, (source, target), validation_metric, evaluate, extra, finish)
 
@@ -51,9 +51,11 @@ from accelerate.logging import get_logger
 from accelerate.utils import set_seed
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from .. import VanillaTransformerForConditionalGeneration
+from ..configuration_vanilla import VanillaTransformerConfig
 from ..data.copyable import copyable_tokens
 from ..data.encoding import EncodedPairs, encode_truncated_pairs
+from ..evaluation import Evaluation
+from ..modeling_vanilla import VanillaTransformerForConditionalGeneration
 from ..tokenization import (
     PROVENANCE_FILE,
     BpeOptions,
@@ -70,6 +72,7 @@ from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
 from .collectives import StepError, agreed_failure, broadcast_value, error_line
 from .context import RunContext, TrainingResult
 from .loop import BEST_DIR, train
+from .model_config import run_config
 from .preflight import (
     PreflightError,
     check_hub,
@@ -79,7 +82,7 @@ from .preflight import (
     refuse_metric_under_fsdp,
     run_checks,
 )
-from .presets import new_model
+from .presets import tokenizer_fields
 from .validation import Validation
 
 logger = get_logger(__name__)
@@ -126,8 +129,9 @@ def follow_launcher() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def start(name: str, args: RunSettings, presets: dict[str, dict]) -> RunContext:
-    """The run: `args` resolved against their preset (`presets[args.preset]`), the output folder, and the
+def start(name: str, args: RunSettings, presets: dict[str, dict], **new_model_fields) -> RunContext:
+    """The run: `args` resolved against their preset (`presets[args.preset]`), the model's configuration
+    (`model_config.run_config`, with the recipe's `new_model_fields` for a new model), the output folder, and the
     `Accelerator` (precision as launched unless --mixed-precision is given), seeded. DeepSpeed is refused before
     Accelerate starts it."""
     if args.eval_only and args.resume:
@@ -137,6 +141,7 @@ def start(name: str, args: RunSettings, presets: dict[str, dict]) -> RunContext:
     if args.init_from is not None and args.vocab_size is not None:
         raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
     settings = resolve(args, presets)
+    config = run_config(settings, **new_model_fields)
     refuse_deepspeed()
     refuse_metric_under_fsdp(settings.eval_metric_sentences)
     output_dir = Path(settings.output_dir or f"runs/{name}")
@@ -144,7 +149,7 @@ def start(name: str, args: RunSettings, presets: dict[str, dict]) -> RunContext:
         name, output_dir, settings.mixed_precision, settings.report_to, vars(settings), settings.torch_compile
     )
     set_seed(settings.seed)
-    return RunContext(name, settings, accelerator, output_dir)
+    return RunContext(name, settings, accelerator, output_dir, config)
 
 
 def check_before_training(
@@ -236,14 +241,14 @@ def prepare_shared_tokenizer(
     return load_tokenizer(folder)
 
 
-def build_model(run: RunContext, **overrides) -> VanillaTransformerForConditionalGeneration:
-    """`run.model`: `--init-from`'s model, or a new one of the preset's size with `overrides` (configuration fields);
-    the command line's model settings (dropout, label smoothing, ...) and decoding settings applied to either."""
+def build_model(run: RunContext) -> VanillaTransformerForConditionalGeneration:
+    """`run.model`: `--init-from`'s weights, or a new model, of the run's configuration (`run.config`: the preset's
+    or the loaded model's, with the command line's model settings), with the vocabulary and special tokens of
+    `run.tokenizer` and the command line's decoding settings."""
     settings = run.settings
-    overrides = {**overrides, **settings.model_overrides}
     if settings.init_from is not None:
         try:
-            model = VanillaTransformerForConditionalGeneration.from_pretrained(settings.init_from, **overrides)
+            model = VanillaTransformerForConditionalGeneration.from_pretrained(settings.init_from, config=run.config)
         except OSError as error:
             raise PreflightError(f"--init-from {settings.init_from}: {error_line(error)}") from error
         if model.config.vocab_size != len(run.tokenizer):
@@ -251,7 +256,8 @@ def build_model(run: RunContext, **overrides) -> VanillaTransformerForConditiona
                 f"--init-from {settings.init_from}: its tokenizer and model disagree on the vocabulary"
             )
     else:
-        model = new_model(settings.model_preset, run.tokenizer, **overrides)
+        config = VanillaTransformerConfig.from_dict({**run.config.to_dict(), **tokenizer_fields(run.tokenizer)})
+        model = VanillaTransformerForConditionalGeneration(config)
     model.generation_config.update(**settings.decoding)
     if model.generation_config.num_beams == 1:  # greedy: the beam-search settings would make the config invalid
         model.generation_config.update(early_stopping=False, length_penalty=1.0)
@@ -388,14 +394,14 @@ def train_and_evaluate(
     corpus,
     languages: tuple[str, str],
     validation_metric: Callable[[torch.nn.Module, object], dict],
-    evaluate: Callable[[torch.nn.Module, object], tuple[dict, list[dict]]],
+    evaluate: Callable[[torch.nn.Module, object], Evaluation],
     extra: dict,
-    finish: Callable[[RunContext, dict, list[dict], dict], dict],
+    finish: Callable[[RunContext, Evaluation, dict], dict],
 ) -> dict:
     """The second half of every recipe, once its data, tokenizer and model are there: `train_and_average`, then, on
     the main process, `evaluate(model, held_out)` (the recipe's decoding and metric on the first --eval-sentences
-    pairs of --eval-split: its figures and samples, {"source", "reference", "hypothesis"} each) and
-    `finish(run, figures, samples, extra)` (`hf_vanilla.publishing.finish`: results, card, upload; `extra`, the
+    pairs of --eval-split: an `evaluation.Evaluation`, its figures, predictions and samples) and
+    `finish(run, evaluation, extra)` (`hf_vanilla.publishing.finish`: results, card, upload; `extra`, the
     recipe's own results fields). A failure there stops every process; a stop signal in training ends
     the run at once (`end_run_after_stop_signal`). Returns results.json's record (on the main process)."""
     held_out = first(corpus[run.settings.eval_split], run.settings.eval_sentences)
@@ -408,8 +414,7 @@ def train_and_evaluate(
     with agreed_failure(run.accelerator, StepError, "could not finish the run", catch=(OSError, StepError)):
         if run.is_main_process:
             model = run.model.to(run.accelerator.device).eval()
-            evaluation, samples = evaluate(model, held_out)
-            results = finish(run, evaluation, samples, extra)
+            results = finish(run, evaluate(model, held_out), extra)
     run.accelerator.end_training()
     return results
 
@@ -458,5 +463,3 @@ def untrained_result(accelerator: Accelerator) -> TrainingResult:
         mixed_precision=accelerator.mixed_precision,
         batch_tokens=0,
     )
-
-

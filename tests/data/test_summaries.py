@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from datasets import Dataset, DatasetDict
 
-from hf_vanilla.data import corpora, summaries
+from hf_vanilla.data import corpora
 from hf_vanilla.data.encoding import encode_truncated_pairs
 from hf_vanilla.data.summaries import (
     HUB_SUMMARIES,
