@@ -300,12 +300,7 @@ def read_state(checkpoint: Path) -> dict:
 def load_checkpoint(accelerator: Accelerator, checkpoint: Path, trainable: Trainable) -> dict:
     """Restores the model (into its shards), the optimizer, the schedule, the loss scaler and this process's random
     generators from `checkpoint`; returns its trainer state."""
-    checkpoint, model, optimizer, scheduler = (
-        Path(checkpoint),
-        trainable.model,
-        trainable.optimizer,
-        trainable.scheduler,
-    )
+    checkpoint, model, optimizer, scheduler = Path(checkpoint), *trainable.parts()
     state = read_state(checkpoint)
     if state.get("num_processes", accelerator.num_processes) != accelerator.num_processes:
         raise CheckpointError(

@@ -18,10 +18,10 @@ def tokenizer_fields(tokenizer) -> dict:
     )
 
 
-def new_model(model_preset: str, tokenizer, **overrides) -> VanillaTransformerForConditionalGeneration:
-    """A freshly initialised model of size `model_preset` (`hf_vanilla.PRESETS`) whose vocabulary and special tokens
-    are `tokenizer`'s (`tokenizer_fields`); `overrides` set any other configuration field."""
-    config = VanillaTransformerConfig.from_preset(model_preset, **tokenizer_fields(tokenizer), **overrides)
+def new_model(config: VanillaTransformerConfig, tokenizer) -> VanillaTransformerForConditionalGeneration:
+    """A freshly initialised model of `config` (a run's, `model_config.run_config`) whose vocabulary and special tokens
+    are `tokenizer`'s (`tokenizer_fields`)."""
+    config = VanillaTransformerConfig.from_dict({**config.to_dict(), **tokenizer_fields(tokenizer)})
     return VanillaTransformerForConditionalGeneration(config)
 
 

@@ -51,7 +51,6 @@ from accelerate.logging import get_logger
 from accelerate.utils import set_seed
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from ..configuration_vanilla import VanillaTransformerConfig
 from ..data.copyable import copyable_tokens
 from ..data.encoding import EncodedPairs, encode_truncated_pairs
 from ..evaluation import Evaluation
@@ -82,7 +81,7 @@ from .preflight import (
     refuse_metric_under_fsdp,
     run_checks,
 )
-from .presets import tokenizer_fields
+from .presets import new_model
 from .validation import Validation
 
 logger = get_logger(__name__)
@@ -256,8 +255,7 @@ def build_model(run: RunContext) -> VanillaTransformerForConditionalGeneration:
                 f"--init-from {settings.init_from}: its tokenizer and model disagree on the vocabulary"
             )
     else:
-        config = VanillaTransformerConfig.from_dict({**run.config.to_dict(), **tokenizer_fields(run.tokenizer)})
-        model = VanillaTransformerForConditionalGeneration(config)
+        model = new_model(run.config, run.tokenizer)
     model.generation_config.update(**settings.decoding)
     if model.generation_config.num_beams == 1:  # greedy: the beam-search settings would make the config invalid
         model.generation_config.update(early_stopping=False, length_penalty=1.0)

@@ -4,11 +4,11 @@ fields and the flags, or --init-from's with the flags it allows; what a loaded m
 import pytest
 import torch
 
-from hf_vanilla import VanillaTransformerConfig
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.model_config import run_config
 from hf_vanilla.training.preflight import PreflightError
-from hf_vanilla.training.presets import PARSING_PRESETS, SUMMARIZATION_PRESETS, new_model
+from hf_vanilla.training.presets import PARSING_PRESETS, SUMMARIZATION_PRESETS, tokenizer_fields
 
 from runs import recipe
 
@@ -62,7 +62,8 @@ def test_a_loaded_model_keeps_its_architecture_and_takes_the_training_flags(save
 
 
 def test_build_models_new_model_is_new_model_of_the_same_fields_weight_for_weight(tmp_path):
-    """`build_model` fills the tokenizer's fields into `run.config`; the result equals `new_model` at the same seed."""
+    """`build_model` fills the tokenizer's fields into `run.config`; the result equals a model of the preset's config
+    built at once with those fields, at the same seed."""
     from types import SimpleNamespace
 
     from hf_vanilla.training.run import build_model
@@ -79,7 +80,8 @@ def test_build_models_new_model_is_new_model_of_the_same_fields_weight_for_weigh
     torch.manual_seed(0)
     built = build_model(run)
     torch.manual_seed(0)
-    reference = new_model("tiny", tokenizer, decoding="summarization", **COPYING)
+    fields = dict(decoding="summarization", **COPYING, **tokenizer_fields(tokenizer))  # the preset's config at once
+    reference = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_preset("tiny", **fields))
     reference.generation_config.update(**settings.decoding)  # the preset's decoding flags, which build_model sets
     assert built.config.to_dict() == reference.config.to_dict()
     assert built.generation_config.to_dict() == reference.generation_config.to_dict()
