@@ -1,13 +1,14 @@
 """Where a CPU training update of the demo models spends its time: `torch.profiler` over updates (forward, backward,
-Adam) of the translation demo's model on batches of its shape and of the summarization demo's model (with the copy
-mechanism) on batches of its shape, the operators by self CPU time side by side.
+Adam) of the translation, parsing and summarization demos' models (the last with the copy mechanism), each on batches
+of its demo's shape, the operators by self CPU time side by side.
 
     python benchmarks/profile_demo_step.py                       # both demos, this machine's threads
     OMP_NUM_THREADS=1 python benchmarks/profile_demo_step.py --updates 5
 
 Shapes (token ids drawn with a fixed seed, the demos' 4,000-token vocabulary): translation, 2,000 tokens a batch as
 rows of 30 source and 35 target tokens (Bible verses); summarization, 6,000 tokens a batch as rows of 96 source tokens
-(an AESLC body cut at the preset's limit) and 8 target tokens (a subject), half of each subject copied from its body.
+(an AESLC body cut at the preset's limit) and 8 target tokens (a subject), half of each subject copied from its body;
+parsing, 2,000 tokens a batch as rows of 25 source tokens (a WSJ sentence) and 90 target tokens (its linearized tree).
 """
 
 import argparse
@@ -22,13 +23,14 @@ from flag_checks import require_at_least
 
 SHAPES = {  # demo -> (model preset, tokens a batch, source length, target length)
     "translation": ("demo", 2000, 30, 35),
+    "parsing": ("demo_parsing", 2000, 25, 90),
     "summarization": ("demo_summarization", 6000, 96, 8),
 }
 
 
 def batch(source: int, target: int, tokens: int, vocab: int, seed: int) -> dict[str, torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
-    rows = tokens // source
+    rows = tokens // max(source, target)  # the sampler's budget bounds each side's padded size
     ids = torch.randint(4, vocab, (rows, source), generator=generator)
     ids[:, -1] = 2
     labels = torch.randint(4, vocab, (rows, target), generator=generator)

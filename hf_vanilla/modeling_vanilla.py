@@ -11,6 +11,7 @@ N(0, init_std = 0.02) as in transformers' Marian, BART and FSMT; biases zero; La
 """
 
 import copy
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from torch.utils.checkpoint import checkpoint
 from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.cache_utils import Cache, DynamicCache, DynamicLayer, EncoderDecoderCache
 from transformers.generation import LogitsProcessor, LogitsProcessorList
 from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 from transformers.modeling_layers import GradientCheckpointingLayer
@@ -192,6 +193,65 @@ class VanillaAttention(nn.Module):
         )
         attn_output = self.out_proj(attn_output.reshape(*input_shape, -1).contiguous())
         return attn_output, attn_weights
+
+
+class VanillaDecodingCacheLayer(DynamicLayer):
+    """The decoder self-attention cache of one layer during `generate`: keys and values live in a buffer with room to
+    grow (doubled when full, never past `max_length` positions), so that a step writes its one position instead of
+    copying the whole cache (`DynamicLayer` concatenates), and beam search's reorder gathers into a second buffer
+    instead of allocating a new one. Keys and values read the same as `DynamicLayer`'s (views of the buffer), and an
+    operation of `DynamicLayer` that replaces them (crop, batch selection) is adopted at the next update."""
+
+    def __init__(self, max_length: int | None = None):
+        super().__init__()
+        self.max_length = max_length
+        self._buffers: list[torch.Tensor] = []  # keys, values, and the spare keys and values a reorder writes into
+
+    def _room(self, new: int) -> int | None:
+        """The length cached when the keys are the buffer's own and `new` more positions fit; None otherwise."""
+        if not self._buffers or self.keys.dim() != 4:
+            return None
+        buffer, length = self._buffers[0], self.keys.shape[-2]
+        own = self.keys.data_ptr() == buffer.data_ptr() and self.keys.shape[:2] == buffer.shape[:2]
+        return length if own and length + new <= buffer.shape[-2] else None
+
+    def _grow(self, key_states: torch.Tensor, value_states: torch.Tensor) -> int:
+        """New buffers holding the cached keys and values with room for `key_states`; returns the length cached."""
+        length = self.keys.shape[-2] if self.keys.dim() == 4 else 0
+        needed = length + key_states.shape[-2]
+        capacity = max(needed, 2 * needed if self.max_length is None else min(2 * needed, self.max_length))
+        shape = (*key_states.shape[:-2], capacity, key_states.shape[-1])
+        keys, values = key_states.new_empty(shape), value_states.new_empty(shape)
+        if length:
+            keys[:, :, :length], values[:, :, :length] = self.keys, self.values
+        self._buffers = [keys, values]
+        return length
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        length = self._room(key_states.shape[-2])
+        if length is None:
+            length = self._grow(key_states, value_states)
+        end = length + key_states.shape[-2]
+        keys, values = self._buffers[:2]
+        keys[:, :, length:end], values[:, :, length:end] = key_states, value_states
+        self.keys, self.values = keys[:, :, :end], values[:, :, :end]
+        return self.keys, self.values
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        length = self._room(0)
+        if length is None:  # not (or no longer) the buffer's own: DynamicLayer's reorder
+            super().reorder_cache(beam_idx)
+            return
+        if len(self._buffers) == 2:
+            self._buffers += [torch.empty_like(self._buffers[0]), torch.empty_like(self._buffers[1])]
+        keys, values, spare_keys, spare_values = self._buffers
+        beam_idx = beam_idx.to(keys.device)
+        torch.index_select(self.keys, 0, beam_idx, out=spare_keys[:, :, :length])
+        torch.index_select(self.values, 0, beam_idx, out=spare_values[:, :, :length])
+        self._buffers = [spare_keys, spare_values, keys, values]
+        self.keys, self.values = spare_keys[:, :, :length], spare_values[:, :, :length]
 
 
 class VanillaFeedForward(nn.Module):
@@ -1185,6 +1245,28 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             )
         finally:
             self._length_penalty_style = previous_style
+
+    def _prepare_cache_for_generation(
+        self, generation_config, model_kwargs, generation_mode, batch_size, max_cache_length
+    ):
+        """transformers' cache for `generate`; where that is its default dynamic cache, the decoder's self-attention
+        layers are `VanillaDecodingCacheLayer`s (same keys and values, without a copy of the whole cache a step)."""
+        user_cache = model_kwargs.get("past_key_values") is not None
+        super()._prepare_cache_for_generation(
+            generation_config, model_kwargs, generation_mode, batch_size, max_cache_length
+        )
+        cache = model_kwargs.get("past_key_values")
+        if (
+            user_cache
+            or not isinstance(cache, EncoderDecoderCache)
+            or type(cache.self_attention_cache) is not DynamicCache
+        ):
+            return
+        self_attention = cache.self_attention_cache
+        if all(type(layer) is DynamicLayer for layer in self_attention.layers):
+            self_attention.layers = [VanillaDecodingCacheLayer(max_cache_length) for _ in self_attention.layers]
+        if self_attention.layer_class_to_replicate is DynamicLayer:  # layers made at their first update
+            self_attention.layer_class_to_replicate = functools.partial(VanillaDecodingCacheLayer, max_cache_length)
 
     @staticmethod
     def _gnmt_length_penalty(length: int, alpha: float) -> float:

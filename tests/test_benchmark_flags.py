@@ -14,6 +14,8 @@ from runs import BENCHMARKS, benchmark
         ("loss_curves", ["--max-length", "7"], "--max-length must be at least 8, got 7"),
         ("loss_curves", ["--every", "0"], "--every must be at least 1, got 0"),
         ("pointer_generator_speed", ["--repeats", "-1"], "--repeats must be at least 1, got -1"),
+        ("decoding_cache", ["--beams", "0"], "--beams must be at least 1, got 0"),
+        ("decoding_cache", ["--model", "runs/x/final"], "--model and --sentences go together"),
     ],
 )
 def test_a_count_under_its_least_is_refused_in_one_line(script, flags, message, monkeypatch, capsys):

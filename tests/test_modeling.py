@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_vanilla
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
-from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
+from hf_vanilla.modeling_vanilla import VanillaDecodingCacheLayer, label_smoothed_cross_entropy, sinusoidal_positions
 
 from reversal import assert_cache_changes_nothing, assert_varied, decoded, reversal_accuracy, reversal_batch
 from runs import batch, tiny_model
@@ -654,6 +654,65 @@ def test_beam_search_gathers_the_self_attention_cache_only(monkeypatch):
     full = model.generate(ids, **kwargs)
     assert torch.equal(ours.sequences, full.sequences)  # gathering moves values without arithmetic: bit for bit
     assert torch.equal(ours.sequences_scores, full.sequences_scores)
+
+
+def test_the_decoding_cache_decodes_bit_for_bit_what_transformers_dynamic_cache_does(reversal_model):
+    """`generate`'s default self-attention cache is `VanillaDecodingCacheLayer` (buffers written in place, grown past
+    their size during these 12 steps); a cache passed by the caller (here transformers' own `DynamicCache`) is used as
+    given. Both give the same tokens and scores, bit for bit: the layer moves the same values, computing nothing."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer, EncoderDecoderCache
+
+    ids, mask, _ = reversal_batch(seed=8, rows=6)
+    kwargs = dict(
+        attention_mask=mask, num_beams=4, max_new_tokens=12, output_scores=True, return_dict_in_generate=True
+    )
+    ours = reversal_model.generate(ids, **kwargs)
+    theirs = reversal_model.generate(
+        ids, past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()), **kwargs
+    )
+    assert {type(layer) for layer in ours.past_key_values.self_attention_cache.layers} == {VanillaDecodingCacheLayer}
+    assert {type(layer) for layer in theirs.past_key_values.self_attention_cache.layers} == {DynamicLayer}
+    assert_varied(ours.sequences[::4])
+    assert (ours.beam_indices[:, 1:] != ours.beam_indices[:, :1]).any()  # beams were reordered
+    assert torch.equal(ours.sequences, theirs.sequences)
+    for a, b in zip(ours.scores, theirs.scores, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_the_decoding_cache_layer_holds_what_a_dynamic_layer_holds_through_every_operation():
+    """Updates past the buffer's size, beam reorders, and `DynamicLayer`'s own crop and batch operations (which
+    replace the keys by tensors that are not the buffer's) leave the same keys and values as a `DynamicLayer`."""
+    from transformers.cache_utils import DynamicLayer
+
+    generator = torch.Generator().manual_seed(0)
+    ours, theirs = VanillaDecodingCacheLayer(max_length=5), DynamicLayer()
+
+    def states(rows: int, length: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(rows, 2, length, 3, generator=generator), torch.randn(
+            rows, 2, length, 3, generator=generator
+        )
+
+    operations = [
+        ("update", states(4, 2)),
+        ("update", states(4)),
+        ("reorder_cache", torch.tensor([3, 3, 0, 1])),
+        ("update", states(4)),
+        ("update", states(4)),  # past max_length: the buffer still grows to what is needed
+        ("reorder_cache", torch.tensor([1, 0, 2, 2])),
+        ("crop", -2),
+        ("update", states(4)),
+        ("batch_select_indices", torch.tensor([0, 2])),
+        ("update", states(2)),
+        ("batch_repeat_interleave", 2),
+        ("reorder_cache", torch.tensor([3, 2, 1, 0])),
+        ("update", states(4, 3)),
+    ]
+    for name, argument in operations:
+        arguments = argument if name == "update" else (argument,)
+        getattr(ours, name)(*arguments)
+        getattr(theirs, name)(*arguments)
+        assert torch.equal(ours.keys, theirs.keys) and torch.equal(ours.values, theirs.values), name
+        assert ours.get_seq_length() == theirs.get_seq_length()
 
 
 # --- bad input ------------------------------------------------------------------------------------------------------
