@@ -137,7 +137,6 @@ def _decoding_flags(args: argparse.Namespace) -> dict:
     return {name: value for name, value in flags.items() if value is not None}
 
 
-
 def _summary_input_limit(args: argparse.Namespace, tokenizer) -> tuple[int, str]:
     """How many tokens of each document `summarize` reads (`decoding.input_limit`), SUMMARY_INPUT_TOKENS when neither
     --max-input-tokens nor the model sets it."""

@@ -248,8 +248,9 @@ class VanillaDecodingCacheLayer(DynamicLayer):
             self._buffers += [torch.empty_like(self._buffers[0]), torch.empty_like(self._buffers[1])]
         keys, values, spare_keys, spare_values = self._buffers
         beam_idx = beam_idx.to(keys.device)
-        torch.index_select(self.keys, 0, beam_idx, out=spare_keys[:, :, :length])
-        torch.index_select(self.values, 0, beam_idx, out=spare_values[:, :, :length])
+        # Whole buffers, contiguous in and out: one block copy a row, faster than gathering the strided views.
+        torch.index_select(keys, 0, beam_idx, out=spare_keys)
+        torch.index_select(values, 0, beam_idx, out=spare_values)
         self._buffers = [spare_keys, spare_values, keys, values]
         self.keys, self.values = spare_keys[:, :, :length], spare_values[:, :, :length]
 

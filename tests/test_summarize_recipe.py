@@ -374,7 +374,15 @@ def test_presets_and_flags_resolve_to_the_settings_of_the_issue(tmp_path):
         None,
     )
     assert demo.max_steps == 3000 and demo.max_train_minutes is None and demo.token_limits == (96, 32)
-    assert demo.lr_scale == 1.0  # the copy model's best on dev (the model without it needs --lr-scale 0.25)
+    assert demo.lr_scale == 1.0  # the copy model's best on dev
+    # Without the copy mechanism, a quarter of it (the model collapses to one subject at the paper's); a learning rate
+    # given on the command line still wins.
+    assert resolve(summarize.Arguments(preset="demo", pointer_generator=False), SUMMARIZATION_PRESETS).lr_scale == 0.25
+    assert resolve(summarize.Arguments(preset="demo", pointer_generator=True), SUMMARIZATION_PRESETS).lr_scale == 1.0
+    plain = summarize.Arguments(preset="demo", pointer_generator=False, lr_scale=0.5)
+    assert resolve(plain, SUMMARIZATION_PRESETS).lr_scale == 0.5
+    plain = summarize.Arguments(preset="demo", pointer_generator=False, learning_rate=1e-3)
+    assert resolve(plain, SUMMARIZATION_PRESETS).lr_scale == pytest.approx(1e-3 / (128**-0.5 * 400**-0.5))
     # The model's DECODING row decodes, with the length penalty chosen on AESLC's dev.
     assert demo.decoding == {"length_penalty": 3.0} and demo.model_preset == "demo_summarization"
     # The copy mechanism is the model preset's alone (no flag default restates it); the demo keeps its best checkpoint

@@ -223,11 +223,18 @@ def peak_learning_rate(d_model: int, warmup_steps: int, lr_scale: float = 1.0) -
 def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     """`args` (as parsed) over its preset `presets[args.preset]`: a value given on the command line wins, the preset
     gives the rest (a time budget alone replaces the preset's number of updates; --learning-rate sets the schedule's
-    scale; --keep-last defaults to --average-last). A `PreflightError` names every value that cannot work."""
+    scale; --keep-last defaults to --average-last), its `variants` for a value the command line gave over the rest.
+    A `PreflightError` names every value that cannot work."""
     if args.preset not in presets:
         raise PreflightError(f"--preset must be one of {', '.join(sorted(presets))}, got {args.preset!r}")
-    preset = presets[args.preset]
+    preset = dict(presets[args.preset])
     names = {f.name for f in dataclasses.fields(args)}
+    # A preset's values for one value of a setting given on the command line (`variants`: {setting: {value: {...}}}),
+    # e.g. the summarization demo's learning rate for a model without the copy mechanism.
+    for name, by_value in preset.pop("variants", {}).items():
+        if name not in names:
+            raise ValueError(f"preset {args.preset!r} has variants by {name}, which is no setting")
+        preset |= by_value.get(getattr(args, name), {})
     unknown = sorted(set(preset) - names)
     if unknown:
         names = f"{', '.join(unknown)}, which are no settings of {type(args).__name__}"
