@@ -8,10 +8,10 @@ again when the beams are reordered), in one process, with the same model and inp
 
 Without `--model`, an untrained `--model-preset` model decodes `--sources` random sources of `--source-tokens` tokens,
 exactly `--new-tokens` tokens each (min = max new tokens: an untrained model stops anywhere). With `--model` and
-`--sentences` (one sentence a line), a trained model decodes them as the CLI does (`generate_texts`, a parser under
-its tree grammar), which is the demo's own work. Each repeat times both caches back to back, the first alternating,
-so a machine's drift falls on both; figures are seconds, min / median / max over `--repeats`, and the ratio of the
-medians.
+`--sentences` (one sentence a line), a trained model decodes them as the CLI does (`generate_texts`, a parser
+`parse_texts` under its tree grammar), which is the demo's own work. Each repeat times both caches back to back, the
+first alternating, so a machine's drift falls on both; figures are seconds, min / median / max over `--repeats`, and
+the ratio of the medians.
 """
 
 import argparse
@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from transformers import GenerationMixin
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
-from hf_vanilla.decoding import generate_texts, load_for_decoding
+from hf_vanilla.decoding import generate_texts, load_for_decoding, parse_texts
 
 from flag_checks import require_at_least
 
@@ -54,15 +54,12 @@ def trained_decoder(args: argparse.Namespace):
     model, tokenizer = load_for_decoding(args.model)
     with open(args.sentences, encoding="utf-8") as lines:
         sentences = [line.strip() for line in lines][: args.sources]
-    processors = None
-    if getattr(model.config, "decoding", "") == "parsing":
-        from hf_vanilla.parsing.grammar import tree_grammar_for
-
-        processors = tree_grammar_for(tokenizer, model.config.tree_leaves)
+    # A parser decodes under its tree grammar, as `hf-vanilla parse` does.
+    texts = parse_texts if getattr(model.config, "decoding", "") == "parsing" else generate_texts
 
     def decode(cache: str) -> list:
         with caching(model, cache):
-            return generate_texts(model, tokenizer, sentences, progress=False, processors_for_batch=processors)
+            return texts(model, tokenizer, sentences, progress=False)
 
     return decode
 

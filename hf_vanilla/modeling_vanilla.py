@@ -11,7 +11,6 @@ N(0, init_std = 0.02) as in transformers' Marian, BART and FSMT; biases zero; La
 """
 
 import copy
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1263,11 +1262,10 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             or type(cache.self_attention_cache) is not DynamicCache
         ):
             return
+        # transformers makes it from the config, one layer per decoder layer (the config names every one).
         self_attention = cache.self_attention_cache
         if all(type(layer) is DynamicLayer for layer in self_attention.layers):
             self_attention.layers = [VanillaDecodingCacheLayer(max_cache_length) for _ in self_attention.layers]
-        if self_attention.layer_class_to_replicate is DynamicLayer:  # layers made at their first update
-            self_attention.layer_class_to_replicate = functools.partial(VanillaDecodingCacheLayer, max_cache_length)
 
     @staticmethod
     def _gnmt_length_penalty(length: int, alpha: float) -> float:
