@@ -69,6 +69,7 @@ def results_record(run: RunContext, evaluation: dict, extra: dict) -> dict:
         "hardware": hardware_description(accelerator),
         # A CPU run's float sums, and so its figures, depend on the threads each process used (docs/corpora.md).
         "cpu_threads": torch.get_num_threads(),
+        "host_malloc": run.host_malloc,
         "parameters": sum(p.numel() for p in run.model.parameters()),
         "seed": settings.seed,
         "init_from": settings.init_from,

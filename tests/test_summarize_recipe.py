@@ -5,6 +5,7 @@ both ways, warm starts that would change it refused, bad input stopped before th
 
 import json
 import os
+import platform
 import random
 import subprocess
 import sys
@@ -97,6 +98,7 @@ def test_a_run_records_rouge_as_recomputed_from_its_predictions_in_the_test_file
     assert 0 <= results["rouge1"] <= 100 and "rouge1_multi_reference" not in results
     assert results["steps"] == 4 and results["eval_items"] == len(test) and results["pointer_generator"] is True
     assert results["cpu_threads"] == torch.get_num_threads()  # a CPU run's figures depend on it (docs/corpora.md)
+    assert results["host_malloc"] == ("reuse" if platform.libc_ver()[0] == "glibc" else "system")
     assert (results["max_source_tokens"], results["max_target_tokens"]) == (24, 8)
     # The model decodes as a summarizer (its DECODING row, the tiny preset's max_new_tokens) and records the source
     # limit it was trained with, where `hf-vanilla summarize` and the app read it.
@@ -203,6 +205,7 @@ def test_the_best_checkpoint_by_rouge_is_the_final_model_and_patience_stops_trai
         (dict(final_model="best", eval_every=0), "--final-model best needs validation: give --eval-every N"),
         (dict(final_model="last"), "--final-model must be one of average, best, got 'last'"),
         (dict(patience=-1), "--patience must not be negative, got -1"),
+        (dict(host_malloc="jemalloc"), "--host-malloc must be one of reuse, system, got 'jemalloc'"),
     ],
 )
 def test_best_checkpoint_settings_that_cannot_work_are_refused_in_one_line(flags, message):

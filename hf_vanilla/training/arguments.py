@@ -8,6 +8,7 @@ from typing import ClassVar, TypeVar
 
 from ..configuration_vanilla import VanillaTransformerConfig
 from ..flag_bounds import bound_problems
+from .host_memory import HOST_MALLOC_CHOICES
 from .preflight import PreflightError
 
 
@@ -67,6 +68,12 @@ class RunSettings:
         "Compile the model (torch.compile, inductor) unless `accelerate launch --dynamo_backend` chose a backend; "
         "under any backend, batch lengths are padded to multiples of 8 and results.json counts the graphs built.",
         False,
+    )
+    host_malloc: str = setting(
+        "A CPU run's memory allocation: reuse (glibc's malloc keeps freed memory for the next update instead of "
+        "mapping large blocks anew: the same figures with far fewer page faults, docs/experiments.md) or system "
+        "(malloc's defaults). results.json records the one in force.",
+        "reuse",
     )
     report_to: str | None = setting("An Accelerate tracker, e.g. tensorboard.")
     resume: bool = setting("Continue from the newest complete checkpoint.", False)
@@ -254,6 +261,8 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     if args.lr_scale is not None and args.learning_rate is not None:
         problems.append("give --lr-scale or --learning-rate, not both")
     problems += bound_problems(vars(settings), settings.AT_LEAST)
+    if settings.host_malloc not in HOST_MALLOC_CHOICES:
+        problems.append(f"--host-malloc must be one of {', '.join(HOST_MALLOC_CHOICES)}, got {settings.host_malloc!r}")
     if settings.max_train_minutes is not None and settings.max_train_minutes <= 0:
         problems.append(f"--max-train-minutes must be positive, got {settings.max_train_minutes}")
     if settings.max_length_ratio is not None and 0 < settings.max_length_ratio < 1:

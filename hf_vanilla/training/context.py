@@ -43,7 +43,7 @@ class RunContext:
     `training.run` set them, `tokenizer` (`build_tokenizer`), `model` (`build_model`; after training, the averaged
     model), `training` (what training did), `averaged` (the checkpoints averaged into OUTPUT_DIR/final), `truncated`
     (what encoding each split cut, where the recipe truncates) and `copyable` (how much of each split's targets its
-    sources hold, where the recipe counts it)."""
+    sources hold, where the recipe counts it); `host_malloc` is set in `start` (`training.host_memory`)."""
 
     name: str
     settings: RunSettings
@@ -56,6 +56,7 @@ class RunContext:
     averaged: list[str] = field(default_factory=list)
     truncated: dict[str, dict] = field(default_factory=dict)  # split -> truncation counts (`run.encode_split`)
     copyable: dict[str, dict] = field(default_factory=dict)  # split -> `data.copyable.copyable_tokens`
+    host_malloc: str = "system"  # the allocation in force (`host_memory.apply_host_malloc`)
 
     @property
     def is_main_process(self) -> bool:

@@ -70,6 +70,7 @@ from .arguments import RunSettings, resolve
 from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
 from .collectives import StepError, agreed_failure, broadcast_value, error_line
 from .context import RunContext, TrainingResult
+from .host_memory import apply_host_malloc
 from .loop import BEST_DIR, train
 from .model_config import run_config
 from .preflight import (
@@ -147,8 +148,9 @@ def start(name: str, args: RunSettings, presets: dict[str, dict], **new_model_fi
     accelerator = create_accelerator(
         name, output_dir, settings.mixed_precision, settings.report_to, vars(settings), settings.torch_compile
     )
+    host_malloc = apply_host_malloc(settings.host_malloc, accelerator.device.type)
     set_seed(settings.seed)
-    return RunContext(name, settings, accelerator, output_dir, config)
+    return RunContext(name, settings, accelerator, output_dir, config, host_malloc=host_malloc)
 
 
 def check_before_training(
