@@ -2,8 +2,9 @@
 Adam) of the translation, parsing and summarization demos' models (the last with the copy mechanism), each on batches
 of its demo's shape, the operators by self CPU time side by side.
 
-    python benchmarks/profile_demo_step.py                       # both demos, this machine's threads
+    python benchmarks/profile_demo_step.py                       # every demo, this machine's threads
     OMP_NUM_THREADS=1 python benchmarks/profile_demo_step.py --updates 5
+    python benchmarks/profile_demo_step.py --host-malloc system  # malloc's defaults (the recipes: reuse)
 
 Shapes (token ids drawn with a fixed seed, the demos' 4,000-token vocabulary): translation, 2,000 tokens a batch as
 rows of 30 source and 35 target tokens (Bible verses); summarization, 6,000 tokens a batch as rows of 96 source tokens
@@ -13,11 +14,13 @@ parsing, 2,000 tokens a batch as rows of 25 source tokens (a WSJ sentence) and 9
 
 import argparse
 import time
+from collections.abc import Callable
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.training.host_memory import HOST_MALLOC_CHOICES, apply_host_malloc
 
 from flag_checks import require_at_least
 
@@ -40,8 +43,8 @@ def batch(source: int, target: int, tokens: int, vocab: int, seed: int) -> dict[
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
 
 
-def profile_demo(name: str, updates: int, rows: int) -> tuple[float, list[tuple[str, float]]]:
-    """(milliseconds an update, [(operator, share of self CPU time)] of the `rows` largest)."""
+def demo_update(name: str) -> Callable[[], None]:
+    """One training update (forward, backward, Adam) of demo `name`'s model on a fixed batch of its shape."""
     preset, tokens, source, target = SHAPES[name]
     torch.manual_seed(0)
     config = VanillaTransformerConfig.from_preset(preset, vocab_size=4000, unk_token_id=3)
@@ -54,6 +57,12 @@ def profile_demo(name: str, updates: int, rows: int) -> tuple[float, list[tuple[
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
+    return update
+
+
+def profile_demo(name: str, updates: int, rows: int) -> tuple[float, list[tuple[str, float]]]:
+    """(milliseconds an update, [(operator, share of self CPU time)] of the `rows` largest)."""
+    update = demo_update(name)
     update()  # warm-up
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
         start = time.perf_counter()
@@ -70,10 +79,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--updates", type=int, default=5, help="Profiled updates per demo (after one warm-up).")
     parser.add_argument("--rows", type=int, default=12, help="Operators shown per demo.")
+    parser.add_argument("--demos", nargs="+", choices=list(SHAPES), default=list(SHAPES), help="The demos profiled.")
+    parser.add_argument(
+        "--host-malloc", choices=HOST_MALLOC_CHOICES, default="reuse", help="Memory allocation, as the recipes' flag."
+    )
     args = parser.parse_args(argv)
     require_at_least(parser, args, {"updates": 1, "rows": 1})
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {torch.backends.cpu.get_cpu_capability()}")
-    for name in SHAPES:
+    host_malloc = apply_host_malloc(args.host_malloc, "cpu")
+    threads, capability = torch.get_num_threads(), torch.backends.cpu.get_cpu_capability()
+    print(f"torch {torch.__version__}, {threads} threads, {capability}, host_malloc {host_malloc}")
+    for name in args.demos:
         milliseconds, top = profile_demo(name, args.updates, args.rows)
         print(f"\n{name}: {milliseconds:.0f} ms an update (profiled)\n| operator | self CPU |\n|---|---|")
         for key, share in top:

@@ -15,6 +15,7 @@ from runs import BENCHMARKS, benchmark
         ("loss_curves", ["--every", "0"], "--every must be at least 1, got 0"),
         ("pointer_generator_speed", ["--repeats", "-1"], "--repeats must be at least 1, got -1"),
         ("decoding_cache", ["--beams", "0"], "--beams must be at least 1, got 0"),
+        ("host_malloc", ["--repeats", "0"], "--repeats must be at least 1, got 0"),
         ("decoding_cache", ["--model", "runs/x/final"], "--model and --sentences go together"),
     ],
 )
