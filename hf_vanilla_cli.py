@@ -79,6 +79,12 @@ def _decoding_commands(commands) -> None:
         help="No n-gram of this size twice in a summary; 0: no limit (default: the model's).",
     )
     summarize.add_argument(
+        "--no-stutter-span-size",
+        type=int,
+        help="No span of 1 to this many tokens twice in a row unless the document has it twice in a row; 0: no such "
+        "rule (default: the model's).",
+    )
+    summarize.add_argument(
         "--min-new-tokens", type=int, help="Fewest tokens in a summary, </s> not counted (default: the model's)."
     )
     summarize.add_argument(

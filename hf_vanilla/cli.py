@@ -128,7 +128,14 @@ def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> l
 
 
 # The decoding flags, named as `generate()`'s keywords (summarize's lengths are the summary's, </s> not counted).
-DECODING_FLAGS = ("num_beams", "length_penalty", "no_repeat_ngram_size", "min_new_tokens", "max_new_tokens")
+DECODING_FLAGS = (
+    "num_beams",
+    "length_penalty",
+    "no_repeat_ngram_size",
+    "no_stutter_span_size",
+    "min_new_tokens",
+    "max_new_tokens",
+)
 
 
 def _decoding_flags(args: argparse.Namespace) -> dict:
@@ -322,6 +329,7 @@ AT_LEAST = {
     "min_new_tokens": 0,
     "max_new_tokens": 1,
     "no_repeat_ngram_size": 0,
+    "no_stutter_span_size": 0,
     "last": 1,
     "port": 1,
 }

@@ -34,8 +34,9 @@ PRESETS: dict[str, dict] = {
 # maximum output length = source length + offset, early stopping. A model's `config.decoding` names its row, and
 # `VanillaGenerationConfig.from_model_config` turns that row into the model's `generation_config`.
 # Summaries are not as long as their documents: their row bounds the summary itself, min_new_tokens to max_new_tokens
-# tokens (</s> not counted; at least 1: never an empty summary), and forbids repeating any 3-gram (Paulus et al.,
-# 2018), the usual cure for a summarizer's loops. Its alpha and length bounds are starting points, to be tuned on
+# tokens (</s> not counted; at least 1: never an empty summary), forbids repeating any 3-gram (Paulus et al.,
+# 2018), the usual cure for a summarizer's loops, and any span of up to 4 tokens twice in a row that the source does
+# not hold so (a copying model's sub-word stutter). Its alpha and length bounds are starting points, to be tuned on
 # validation data, here in this one row.
 DECODING: dict[str, dict] = {
     "translation": dict(num_beams=4, length_penalty=0.6, length_penalty_style="gnmt", max_length_offset=50),
@@ -45,6 +46,7 @@ DECODING: dict[str, dict] = {
         length_penalty=1.0,
         length_penalty_style="gnmt",
         no_repeat_ngram_size=3,
+        no_stutter_span_size=4,
         min_new_tokens=1,
         max_new_tokens=64,
     ),
@@ -72,13 +74,23 @@ class VanillaGenerationConfig(GenerationConfig):
       alpha = `length_penalty`; `"power"` keeps transformers' log P / |Y|^alpha.
     - `max_length_offset`: each sentence stops at its own source length + this many tokens (None: no such limit).
 
+    And one for summarizers: `no_stutter_span_size`, no span of 1 to this many tokens twice in a row unless the
+    source holds it twice in a row (0: no such rule).
+
     A new model's generation config is the paper's decoding for its `config.decoding` (`DECODING`); it is saved as
     `generation_config.json` beside the weights and read back from there."""
 
-    def __init__(self, length_penalty_style: str = "power", max_length_offset: int | None = None, **kwargs):
+    def __init__(
+        self,
+        length_penalty_style: str = "power",
+        max_length_offset: int | None = None,
+        no_stutter_span_size: int = 0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.length_penalty_style = length_penalty_style
         self.max_length_offset = max_length_offset
+        self.no_stutter_span_size = no_stutter_span_size
 
     @classmethod
     def from_model_config(cls, model_config) -> "VanillaGenerationConfig":
@@ -117,7 +129,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             d_model^-0.5).
         decoding: which of the paper's decodings (`DECODING`) the model's `generation_config` starts from:
             `"translation"` (beam 4, alpha 0.6, source length + 50), `"parsing"` (beam 21, alpha 0.3, + 300) or
-            `"summarization"` (beam 4, alpha 1.0, summaries of 1 to 64 tokens, no 3-gram twice).
+            `"summarization"` (beam 4, alpha 1.0, summaries of 1 to 64 tokens, no 3-gram twice, no unlicensed stutter
+            of up to 4 tokens).
         tree_leaves: for parsers, what stands for each word in the linearized trees the model emits: `"placeholder"`
             (XX, Vinyals et al., 2015), `"pos"` (its POS tag) or `"words"` (the word itself, copied).
         tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax

@@ -237,7 +237,13 @@ def translate_options(generation_config: GenerationConfig, tokens: list[str], **
         refuse("forced_eos_token_id", "CTranslate2 keeps a length-limited hypothesis' own last token")
     if config.bad_words_ids and beams > 1 and not config.renormalize_logits:
         refuse("renormalize_logits", "CTranslate2 suppresses tokens before its softmax; set renormalize_logits=True")
-    for name, neutral in (("repetition_penalty", 1.0), ("min_new_tokens", None), ("num_beam_groups", 1)):
+    unmapped = (
+        ("repetition_penalty", 1.0),
+        ("min_new_tokens", None),
+        ("num_beam_groups", 1),
+        ("no_stutter_span_size", 0),
+    )
+    for name, neutral in unmapped:
         if getattr(config, name, neutral) not in (neutral, None):
             refuse(name, "not mapped to CTranslate2")
     max_new_tokens = config.max_new_tokens if config.max_new_tokens is not None else config.max_length - 1

@@ -835,6 +835,49 @@ class SourceLengthLimitLogitsProcessor(LogitsProcessor):
         return torch.where(must_stop[:, None], forced, scores)
 
 
+class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
+    """Blocks the token that would write a span of 1 to `span_size` tokens twice in a row (a sub-word stutter such as
+    "mineral eral", "california ornia ornia": a copy attention resting on one source token twice), unless the
+    hypothesis' own source holds that span twice in a row (a word the source spells with a repeated piece, "b an an
+    as"). transformers' `no_repeat_ngram_size` cannot stop it: the stutter's n-grams are new until it has repeated
+    n tokens."""
+
+    def __init__(self, source_ids: torch.Tensor, span_size: int, pad_token_id: int | None, prompt_length: int = 1):
+        if span_size < 1:
+            raise ValueError(f"span_size must be at least 1, got {span_size}")
+        self.span_size = span_size
+        self.prompt_length = prompt_length
+        self.licensed = []  # per source: every run of 2L tokens (L = 1..span_size) whose halves are equal
+        for row in source_ids.tolist():
+            ids = [token for token in row if token != pad_token_id]
+            self.licensed.append(
+                {
+                    tuple(ids[start : start + 2 * size])
+                    for size in range(1, span_size + 1)
+                    for start in range(len(ids) - 2 * size + 1)
+                    if ids[start : start + size] == ids[start + size : start + 2 * size]
+                }
+            )
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        per_source = scores.shape[0] // len(self.licensed)
+        rows, tokens = [], []
+        for row, written in enumerate(input_ids[:, self.prompt_length :].tolist()):
+            licensed, length = self.licensed[row // per_source], len(written)
+            for size in range(1, min(self.span_size, (length + 1) // 2) + 1):
+                # The next token t ends X X (X of `size` tokens) when t == written[-size] and the first size - 1
+                # tokens of the two halves already agree.
+                if written[length - 2 * size + 1 : length - size] == written[length - size + 1 :]:
+                    span = (*written[length - 2 * size + 1 :], written[-size])
+                    if span not in licensed:
+                        rows.append(row)
+                        tokens.append(written[-size])
+        if rows:
+            scores = scores.clone()
+            scores[rows, tokens] = -math.inf
+        return scores
+
+
 class VanillaPointerGenerator(nn.Module):
     """The copy mechanism of pointer-generator networks (See et al., 2017, "Get To The Point: Summarization with
     Pointer-Generator Networks", section 2.2) on the Transformer, as Deaton et al. (2019, "Transformers and
@@ -1211,10 +1254,14 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
           2016), alpha = `length_penalty`; `"power"` keeps transformers' log P / |Y|^alpha.
         - `max_length_offset=k`: each sentence stops at its own source length + k tokens (the paper: 50; parsing:
           300). Ignored when `max_new_tokens` or `max_length` is passed explicitly.
+
+        And a summarizer's: `no_stutter_span_size=k` blocks any span of 1 to k tokens written twice in a row unless
+        the sentence's source holds it twice in a row (`SourceLicensedStutterLogitsProcessor`; 0: no such rule).
         """
         config = generation_config if generation_config is not None else self.generation_config
         style = kwargs.pop("length_penalty_style", getattr(config, "length_penalty_style", "power"))
         offset = kwargs.pop("max_length_offset", getattr(config, "max_length_offset", None))
+        stutter = kwargs.pop("no_stutter_span_size", getattr(config, "no_stutter_span_size", 0)) or 0
         if style not in ("gnmt", "power"):
             raise ValueError(f"length_penalty_style must be 'gnmt' or 'power', got {style!r}.")
         explicit_length = kwargs.get("max_new_tokens") is not None or kwargs.get("max_length") is not None
@@ -1223,6 +1270,13 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         source_ids = inputs if inputs is not None else kwargs.get("input_ids")
         if source_ids is not None:  # its range is checked once, by the encoder
             _check_token_ids(source_ids, self.config.vocab_size, "input_ids", check_range=False)
+        if stutter:
+            if source_ids is None:
+                raise ValueError("generate() needs input_ids (the source sentences) to apply no_stutter_span_size.")
+            logits_processor = LogitsProcessorList(logits_processor or [])
+            logits_processor.append(
+                SourceLicensedStutterLogitsProcessor(source_ids, int(stutter), self.config.pad_token_id)
+            )
         if offset is not None and not explicit_length:
             if source_ids is None:
                 raise ValueError("generate() needs input_ids (the source sentences) to apply max_length_offset.")

@@ -81,17 +81,27 @@ class Arguments(RunSettings):
     no_repeat_ngram_size: int | None = setting(
         "No n-gram of this size twice in a summary (0: no such rule). Default: the model's generation config."
     )
+    no_stutter_span_size: int | None = setting(
+        "No span of 1 to this many tokens twice in a row (a sub-word stutter) unless the document has it twice in a "
+        "row (0: no such rule). Default: the model's generation config."
+    )
     min_new_tokens: int | None = setting("Shortest summary, in tokens. Default: the model's generation config.")
     max_new_tokens: int | None = setting("Longest summary, in tokens. Default: the model's generation config.")
     MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator", "pointer_smoothing", "force_copy")
-    GENERATION_CONFIG = (*RunSettings.GENERATION_CONFIG, "no_repeat_ngram_size", "min_new_tokens", "max_new_tokens")
+    GENERATION_CONFIG = (
+        *RunSettings.GENERATION_CONFIG,
+        "no_repeat_ngram_size",
+        "no_stutter_span_size",
+        "min_new_tokens",
+        "max_new_tokens",
+    )
     TRUNCATION = ("max_source_tokens", "max_target_tokens")
     METRICS = {name: f"valid_{name}" for name in ROUGE_TYPES}
     COUNT_COPYABLE = True
     AT_LEAST = {
         **RunSettings.AT_LEAST,
         **dict.fromkeys(("max_source_tokens", "max_target_tokens"), 2),
-        **dict.fromkeys(("no_repeat_ngram_size", "min_new_tokens"), 0),
+        **dict.fromkeys(("no_repeat_ngram_size", "no_stutter_span_size", "min_new_tokens"), 0),
         "max_new_tokens": 1,
     }
 

@@ -30,6 +30,7 @@ GRID_FLAGS = {
     "--min-new-tokens": ("min_new_tokens", int, 0),
     "--max-new-tokens": ("max_new_tokens", int, 1),
     "--no-repeat-ngram-size": ("no_repeat_ngram_size", int, 0),
+    "--no-stutter-span-size": ("no_stutter_span_size", int, 0),
 }
 SHOWN = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 

@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -290,6 +291,25 @@ def test_a_warm_start_keeps_its_models_copy_mechanism_and_scores_as_its_run_did(
     assert scored["steps"] == 0 and {k: scored[k] for k in ROUGE} == {k: summary_run[1][k] for k in ROUGE}
     assert read_jsonl(tmp_path / "scored" / "predictions.jsonl") == read_jsonl(summary_run[0] / "predictions.jsonl")
     assert limits == [24]
+
+
+def test_a_model_saved_before_the_stutter_rule_decodes_without_it_unless_the_flag_asks(corpus, summary_run, tmp_path):
+    """A generation config without `no_stutter_span_size` (saved before it existed) loads as a plain
+    `GenerationConfig`: the model decodes as before, and --no-stutter-span-size sets the rule for the run and its
+    card."""
+    old = tmp_path / "old"
+    shutil.copytree(summary_run[0] / "final", old)
+    generation = json.loads((old / "generation_config.json").read_text())
+    assert generation.pop("no_stutter_span_size") == 4  # the summarization row's
+    (old / "generation_config.json").write_text(json.dumps(generation))
+    summarize = recipe("summarize")
+    summarize.main(summarize_args(tmp_path / "as_saved", corpus, init_from=str(old), eval_only=True))
+    assert "twice in a row" not in (tmp_path / "as_saved" / "README.md").read_text()
+    summarize.main(
+        summarize_args(tmp_path / "asked", corpus, init_from=str(old), eval_only=True, no_stutter_span_size=2)
+    )
+    assert "no span of up to 2 tokens twice in a row" in (tmp_path / "asked" / "README.md").read_text()
+    assert "no span of up to 4 tokens twice in a row" in (summary_run[0] / "README.md").read_text()
 
 
 def bad_corpora(folder: Path, files: dict[str, Path]) -> dict[str, tuple[dict, str]]:

@@ -1,0 +1,87 @@
+"""The summarizers' rule against sub-word stutters (`no_stutter_span_size`, `SourceLicensedStutterLogitsProcessor`):
+no span of 1 to k tokens twice in a row unless the hypothesis' own source holds it twice in a row."""
+
+import random
+
+import pytest
+import torch
+
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.configuration_vanilla import DECODING
+from hf_vanilla.modeling_vanilla import SourceLicensedStutterLogitsProcessor
+
+from reversal import decoded, reversal_accuracy, reversal_batch
+
+
+def stutters(tokens: list[int], size: int) -> set[tuple[int, ...]]:
+    """Every run of 2L tokens (L = 1..size) in `tokens` whose two halves are equal."""
+    return {
+        tuple(tokens[i : i + 2 * n])
+        for n in range(1, size + 1)
+        for i in range(len(tokens) - 2 * n + 1)
+        if tokens[i : i + n] == tokens[i + n : i + 2 * n]
+    }
+
+
+def blocked_by_brute_force(written: list[int], source: list[int], size: int, vocab: int) -> set[int]:
+    """The tokens t for which written + [t] ends with a stutter of at most `size` tokens that the source lacks."""
+    licensed = stutters(source, size)
+    blocked = set()
+    for token in range(vocab):
+        longer = written + [token]
+        for n in range(1, size + 1):
+            tail = tuple(longer[-2 * n :])
+            if len(longer) >= 2 * n and tail[:n] == tail[n:] and tail not in licensed:
+                blocked.add(token)
+    return blocked
+
+
+def test_the_processor_blocks_exactly_the_unlicensed_stutters_found_by_brute_force():
+    rng = random.Random(0)
+    vocab, size, pad = 7, 3, 0
+    for _ in range(200):
+        sources = [[rng.randrange(1, 4) for _ in range(rng.randrange(2, 12))] for _ in range(2)]
+        width = max(map(len, sources))
+        source_ids = torch.tensor([s + [pad] * (width - len(s)) for s in sources])
+        beams, length = 3, rng.randrange(0, 9)
+        written = [[rng.randrange(1, 4) for _ in range(length)] for _ in range(2 * beams)]
+        input_ids = torch.tensor([[9] + row for row in written])  # the decoder's start token first
+        processor = SourceLicensedStutterLogitsProcessor(source_ids, size, pad_token_id=pad)
+        scores = processor(input_ids, torch.zeros(2 * beams, vocab))
+        for row in range(2 * beams):
+            expected = blocked_by_brute_force(written[row], sources[row // beams], size, vocab)
+            assert set(torch.nonzero(scores[row] == -torch.inf).flatten().tolist()) == expected
+
+
+def test_generate_writes_no_unlicensed_stutter_where_it_otherwise_would():
+    """An untrained model writes one token again and again: without the rule its output stutters, with it none of
+    its beams' outputs holds a stutter of at most 4 tokens that the source lacks (here: none is licensed)."""
+    torch.manual_seed(0)
+    config = VanillaTransformerConfig.from_preset("tiny", vocab_size=40, decoding="summarization")
+    model = VanillaTransformerForConditionalGeneration(config).eval()
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10, 2], [11, 12, 13, 14, 15, 16, 2]])
+    settings = dict(num_beams=4, max_new_tokens=12, min_new_tokens=12, no_repeat_ngram_size=0)
+    without = model.generate(ids, no_stutter_span_size=0, **settings)
+    assert any(stutters(decoded(row), 4) for row in without.tolist())
+    with_rule = model.generate(ids, no_stutter_span_size=4, **settings)
+    assert all(not stutters(decoded(row)[:-1] if row[-1] == 2 else decoded(row), 4) for row in with_rule.tolist())
+    assert model.generation_config.no_stutter_span_size == DECODING["summarization"]["no_stutter_span_size"] == 4
+    with pytest.raises(ValueError, match="needs input_ids"):
+        model.generate(inputs_embeds=torch.zeros(1, 3, config.d_model), no_stutter_span_size=2)
+
+
+def test_a_repeat_the_source_holds_is_still_written(reversal_model):
+    """The reversal of a source with a token twice in a row holds it twice in a row: licensed, so the trained reversal
+    model decodes as well with the rule (span 1) as without it, sources of doubled tokens included."""
+    ids, mask, answers = reversal_batch(seed=5, rows=32)
+    doubled = 0
+    for row, answer in enumerate(answers):
+        length = len(answer) - 1
+        if length >= 3:
+            ids[row, 1] = ids[row, 2]  # a doubled token inside the source
+            answers[row] = ids[row, :length].flip(0).tolist() + [2]
+            doubled += 1
+    assert doubled > 10
+    plain = reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4)
+    assert plain >= 0.8
+    assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4, no_stutter_span_size=1) == plain
