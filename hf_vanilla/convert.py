@@ -194,12 +194,14 @@ def to_marian(model: VanillaTransformerForConditionalGeneration) -> MarianMTMode
 
 
 def _marian_generation_config(model: VanillaTransformerForConditionalGeneration) -> GenerationConfig:
-    """`model`'s generation config without the two settings transformers lacks. The GNMT length penalty becomes
-    transformers' |Y|^alpha with the same alpha, and a per-source length limit becomes a fixed `max_length` (Marian's
-    position table size): both are said in a warning, since the Marian model then decodes differently."""
+    """`model`'s generation config without the settings transformers lacks. The GNMT length penalty becomes
+    transformers' |Y|^alpha with the same alpha, a per-source length limit becomes a fixed `max_length` (Marian's
+    position table size), and a summarizer's rule against stutters is dropped: each is said in a warning, since the
+    Marian model then decodes differently."""
     generation = model.generation_config.to_dict()
     style = generation.pop("length_penalty_style", "power")
     offset = generation.pop("max_length_offset", None)
+    stutter = generation.pop("no_stutter_span_size", 0)
     for field in ("transformers_version", "_from_model_config"):
         generation.pop(field, None)
     if style != "power":
@@ -212,6 +214,11 @@ def _marian_generation_config(model: VanillaTransformerForConditionalGeneration)
         logger.warning(
             f"max_length_offset={offset} (a per-source length limit) has no MarianMTModel equivalent: the Marian "
             f"model stops at max_length={generation['max_length']} instead"
+        )
+    if stutter:
+        logger.warning(
+            f"no_stutter_span_size={stutter} has no MarianMTModel equivalent: the Marian model may write a span "
+            "twice in a row that its source does not hold so"
         )
     return GenerationConfig(**generation)
 

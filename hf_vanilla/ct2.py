@@ -11,8 +11,9 @@ Decoding: CTranslate2's beam search ranks finished hypotheses by log P / |Y|^len
 (it strips </s> only after ranking), keeps 2 x beam candidates a step, and stops a sentence once beam_size hypotheses
 have finished (patience 1): transformers' beam search with `early_stopping=True` and `length_penalty_style="power"`.
 It cannot express the GNMT penalty ((5 + |Y|) / 6)^alpha, a per-source length limit (`max_length_offset`: one
-`max_decoding_length` per call), nor a forced </s> at the length limit (a hypothesis cut there keeps its best token).
-`translate_options` maps a generation config to `translate_batch` options and refuses those settings.
+`max_decoding_length` per call), a forced </s> at the length limit (a hypothesis cut there keeps its best token), nor a
+summarizer's rule against stutters (`no_stutter_span_size`). `translate_options` maps a generation config to
+`translate_batch` options and refuses those settings.
 """
 
 import copy
@@ -214,7 +215,7 @@ def translate_options(generation_config: GenerationConfig, tokens: list[str], **
     CTranslate2 cannot express (see the module's docstring)."""
     config = copy.deepcopy(generation_config)
     unused = config.update(**overrides)
-    for name in ("length_penalty_style", "max_length_offset"):
+    for name in ("length_penalty_style", "max_length_offset", "no_stutter_span_size"):
         if name in unused:
             setattr(config, name, unused.pop(name))
     if unused:

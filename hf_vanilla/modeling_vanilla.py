@@ -840,16 +840,26 @@ class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
     "mineral eral", "california ornia ornia": a copy attention resting on one source token twice), unless the
     hypothesis' own source holds that span twice in a row (a word the source spells with a repeated piece, "b an an
     as"). transformers' `no_repeat_ngram_size` cannot stop it: the stutter's n-grams are new until it has repeated
-    n tokens."""
+    n tokens. The source's tokens are those `attention_mask` keeps (else those that are not `pad_token_id`); what
+    follows the decoder's first `prompt_length` tokens (its start token), a forced prefix included, is what is
+    written."""
 
-    def __init__(self, source_ids: torch.Tensor, span_size: int, pad_token_id: int | None, prompt_length: int = 1):
-        if span_size < 1:
-            raise ValueError(f"span_size must be at least 1, got {span_size}")
+    def __init__(
+        self,
+        source_ids: torch.Tensor,
+        span_size: int,
+        pad_token_id: int | None,
+        attention_mask: torch.Tensor | None = None,
+        prompt_length: int = 1,
+    ):
+        if isinstance(span_size, bool) or not isinstance(span_size, int) or span_size < 1:
+            raise ValueError(f"no_stutter_span_size must be a whole number of at least 1, got {span_size!r}")
         self.span_size = span_size
         self.prompt_length = prompt_length
+        keep = attention_mask.bool() if attention_mask is not None else source_ids != pad_token_id
         self.licensed = []  # per source: every run of 2L tokens (L = 1..span_size) whose halves are equal
-        for row in source_ids.tolist():
-            ids = [token for token in row if token != pad_token_id]
+        for row, kept in zip(source_ids.tolist(), keep.tolist()):
+            ids = [token for token, k in zip(row, kept) if k]
             self.licensed.append(
                 {
                     tuple(ids[start : start + 2 * size])
@@ -860,6 +870,8 @@ class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
             )
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if scores.shape[0] % len(self.licensed):
+            raise ValueError(f"{scores.shape[0]} hypotheses do not divide among {len(self.licensed)} sources")
         per_source = scores.shape[0] // len(self.licensed)
         rows, tokens = [], []
         for row, written in enumerate(input_ids[:, self.prompt_length :].tolist()):
@@ -1256,12 +1268,15 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
           300). Ignored when `max_new_tokens` or `max_length` is passed explicitly.
 
         And a summarizer's: `no_stutter_span_size=k` blocks any span of 1 to k tokens written twice in a row unless
-        the sentence's source holds it twice in a row (`SourceLicensedStutterLogitsProcessor`; 0: no such rule).
+        the sentence's source holds it twice in a row (`SourceLicensedStutterLogitsProcessor`; 0: no such rule). It
+        needs the source ids: given as a keyword without them it is an error; from the generation config, it is left
+        out of a call with `inputs_embeds` or `encoder_outputs` alone.
         """
         config = generation_config if generation_config is not None else self.generation_config
         style = kwargs.pop("length_penalty_style", getattr(config, "length_penalty_style", "power"))
         offset = kwargs.pop("max_length_offset", getattr(config, "max_length_offset", None))
-        stutter = kwargs.pop("no_stutter_span_size", getattr(config, "no_stutter_span_size", 0)) or 0
+        asked = kwargs.pop("no_stutter_span_size", None)  # a keyword argument: an error where it cannot apply
+        stutter = asked if asked is not None else getattr(config, "no_stutter_span_size", 0)
         if style not in ("gnmt", "power"):
             raise ValueError(f"length_penalty_style must be 'gnmt' or 'power', got {style!r}.")
         explicit_length = kwargs.get("max_new_tokens") is not None or kwargs.get("max_length") is not None
@@ -1270,12 +1285,16 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         source_ids = inputs if inputs is not None else kwargs.get("input_ids")
         if source_ids is not None:  # its range is checked once, by the encoder
             _check_token_ids(source_ids, self.config.vocab_size, "input_ids", check_range=False)
-        if stutter:
-            if source_ids is None:
-                raise ValueError("generate() needs input_ids (the source sentences) to apply no_stutter_span_size.")
+        if isinstance(stutter, bool) or not isinstance(stutter, int) or stutter < 0:
+            raise ValueError(f"no_stutter_span_size must be a whole number of at least 0, got {stutter!r}")
+        if stutter and source_ids is None and asked:
+            raise ValueError("generate() needs input_ids (the source sentences) to apply no_stutter_span_size.")
+        if stutter and source_ids is not None:  # the config's rule is left out where no source ids are given
             logits_processor = LogitsProcessorList(logits_processor or [])
             logits_processor.append(
-                SourceLicensedStutterLogitsProcessor(source_ids, int(stutter), self.config.pad_token_id)
+                SourceLicensedStutterLogitsProcessor(
+                    source_ids, stutter, self.config.pad_token_id, kwargs.get("attention_mask")
+                )
             )
         if offset is not None and not explicit_length:
             if source_ids is None:

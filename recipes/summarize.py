@@ -9,9 +9,9 @@ See; See, Liu and Manning, 2017), under Accelerate.
 
 Documents and summaries -> the shared BPE -> token ids, long documents and summaries truncated (--max-source-tokens,
 --max-target-tokens) -> the same batching, loop, checkpoints and averaging as the translation recipe -> beam 4, the
-GNMT length penalty, no repeated trigram -> ROUGE-1/2/L/Lsum F1 (and the best-reference score where items have several)
--> predictions.jsonl, results.json and model card -> (optionally) the Hub. The decoding flags' values are chosen on the
-validation split with `recipes/tune_summary_decoding.py`.
+GNMT length penalty, no repeated trigram, no stutter -> ROUGE-1/2/L/Lsum F1 (and the best-reference score where items
+have several) -> predictions.jsonl, results.json and model card -> (optionally) the Hub. The decoding flags' values are
+chosen on the validation split with `recipes/tune_summary_decoding.py`.
 """
 
 import json

@@ -1,6 +1,6 @@
 """Chooses a summarizer's decoding on the validation split (never the test): every combination of the given length
-penalties, length bounds, beam sizes and n-gram rules is decoded and scored with ROUGE, and the best is printed as the
-flags to give `recipes/summarize.py` (or `hf-vanilla summarize`).
+penalties, length bounds, beam sizes, n-gram and stutter rules is decoded and scored with ROUGE, and the best is
+printed as the flags to give `recipes/summarize.py` (or `hf-vanilla summarize`).
 
     python recipes/tune_summary_decoding.py --model RUN/final --length-penalty 0.6 1.0 1.5 --min-new-tokens 1 4 8
     python recipes/tune_summary_decoding.py --model RUN/final --dataset train.jsonl --validation-file dev.jsonl \

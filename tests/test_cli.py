@@ -274,6 +274,7 @@ def test_summarize_errors_are_one_line(summarization_folder, reversal_folder, tm
         (("--min-new-tokens", "-1"), "hf-vanilla: --min-new-tokens must not be negative, got -1"),
         (("--max-input-tokens", "1"), "hf-vanilla: --max-input-tokens must be at least 2, got 1"),
         (("--no-repeat-ngram-size", "-1"), "hf-vanilla: --no-repeat-ngram-size must not be negative, got -1"),
+        (("--no-stutter-span-size", "-1"), "hf-vanilla: --no-stutter-span-size must not be negative, got -1"),
     ):
         with pytest.raises(SystemExit) as exit:
             main(["summarize", str(summarization_folder), *args])

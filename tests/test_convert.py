@@ -168,6 +168,18 @@ def test_random_marian_configurations_round_trip_with_equal_logits(name):
     assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), from_marian(back).state_dict().values()))
 
 
+def test_a_plain_summarizers_stutter_rule_is_dropped_from_its_marian_export_with_a_warning(monkeypatch):
+    from hf_vanilla import convert
+
+    said = []
+    monkeypatch.setattr(convert.logger, "warning", said.append)
+    ours = tiny_model(decoding="summarization")
+    assert ours.generation_config.no_stutter_span_size == 4
+    back = to_marian(ours).generation_config
+    assert not hasattr(back, "no_stutter_span_size")
+    assert any(line.startswith("no_stutter_span_size=4 has no MarianMTModel equivalent") for line in said)
+
+
 def test_generation_settings_survive_the_round_trip():
     marian = random_marian(300)
     ours = from_marian(marian)

@@ -212,6 +212,7 @@ def test_translate_options_refuse_what_ctranslate2_cannot_express(reversal_model
         (dict(length_penalty_style="power", max_new_tokens=9, forced_eos_token_id=2), "forced_eos_token_id"),
         (dict(length_penalty_style="power", max_new_tokens=9, bad_words_ids=[[0]]), "renormalize_logits"),
         (dict(max_new_tokens=9, do_sample=True), "do_sample"),
+        (dict(length_penalty_style="power", max_new_tokens=9, no_stutter_span_size=4), "no_stutter_span_size"),
     ):
         with pytest.raises(ValueError) as error:
             translate_options(paper, tokens, **overrides)

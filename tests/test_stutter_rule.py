@@ -23,15 +23,20 @@ def stutters(tokens: list[int], size: int) -> set[tuple[int, ...]]:
     }
 
 
+def holds(source: list[int], span: tuple[int, ...]) -> bool:
+    """Whether `span` occurs in `source`, consecutively."""
+    return any(tuple(source[i : i + len(span)]) == span for i in range(len(source) - len(span) + 1))
+
+
 def blocked_by_brute_force(written: list[int], source: list[int], size: int, vocab: int) -> set[int]:
-    """The tokens t for which written + [t] ends with a stutter of at most `size` tokens that the source lacks."""
-    licensed = stutters(source, size)
+    """The tokens t for which written + [t] ends with a span of at most `size` tokens written twice in a row that the
+    source does not hold."""
     blocked = set()
     for token in range(vocab):
         longer = written + [token]
-        for n in range(1, size + 1):
+        for n in range(1, min(size, len(longer) // 2) + 1):
             tail = tuple(longer[-2 * n :])
-            if len(longer) >= 2 * n and tail[:n] == tail[n:] and tail not in licensed:
+            if tail[:n] == tail[n:] and not holds(source, tail):
                 blocked.add(token)
     return blocked
 
@@ -39,14 +44,19 @@ def blocked_by_brute_force(written: list[int], source: list[int], size: int, voc
 def test_the_processor_blocks_exactly_the_unlicensed_stutters_found_by_brute_force():
     rng = random.Random(0)
     vocab, size, pad = 7, 3, 0
-    for _ in range(200):
+    for trial in range(300):
         sources = [[rng.randrange(1, 4) for _ in range(rng.randrange(2, 12))] for _ in range(2)]
         width = max(map(len, sources))
-        source_ids = torch.tensor([s + [pad] * (width - len(s)) for s in sources])
+        left = trial % 2 == 1  # left padding, told by the attention mask alone (its pad id is a real token then)
+        pads = [[pad if not left else 1] * (width - len(s)) for s in sources]
+        source_ids = torch.tensor([p + s if left else s + p for s, p in zip(sources, pads)])
+        mask = torch.tensor(
+            [[0] * len(p) + [1] * len(s) if left else [1] * len(s) + [0] * len(p) for s, p in zip(sources, pads)]
+        )
         beams, length = 3, rng.randrange(0, 9)
         written = [[rng.randrange(1, 4) for _ in range(length)] for _ in range(2 * beams)]
         input_ids = torch.tensor([[9] + row for row in written])  # the decoder's start token first
-        processor = SourceLicensedStutterLogitsProcessor(source_ids, size, pad_token_id=pad)
+        processor = SourceLicensedStutterLogitsProcessor(source_ids, size, pad, mask if left else None)
         scores = processor(input_ids, torch.zeros(2 * beams, vocab))
         for row in range(2 * beams):
             expected = blocked_by_brute_force(written[row], sources[row // beams], size, vocab)
@@ -54,20 +64,25 @@ def test_the_processor_blocks_exactly_the_unlicensed_stutters_found_by_brute_for
 
 
 def test_generate_writes_no_unlicensed_stutter_where_it_otherwise_would():
-    """An untrained model writes one token again and again: without the rule its output stutters, with it none of
-    its beams' outputs holds a stutter of at most 4 tokens that the source lacks (here: none is licensed)."""
+    """An untrained model writes one token again and again: without the rule its outputs stutter, with it none of
+    the returned outputs holds a stutter of at most 4 tokens (none is licensed: the sources repeat nothing)."""
     torch.manual_seed(0)
     config = VanillaTransformerConfig.from_preset("tiny", vocab_size=40, decoding="summarization")
     model = VanillaTransformerForConditionalGeneration(config).eval()
     ids = torch.tensor([[5, 6, 7, 8, 9, 10, 2], [11, 12, 13, 14, 15, 16, 2]])
-    settings = dict(num_beams=4, max_new_tokens=12, min_new_tokens=12, no_repeat_ngram_size=0)
+    settings = dict(num_beams=4, num_return_sequences=2, max_new_tokens=12, min_new_tokens=12, no_repeat_ngram_size=0)
     without = model.generate(ids, no_stutter_span_size=0, **settings)
     assert any(stutters(decoded(row), 4) for row in without.tolist())
     with_rule = model.generate(ids, no_stutter_span_size=4, **settings)
-    assert all(not stutters(decoded(row)[:-1] if row[-1] == 2 else decoded(row), 4) for row in with_rule.tolist())
+    assert with_rule.shape[0] == 4 and not any(stutters(decoded(row), 4) for row in with_rule.tolist())
     assert model.generation_config.no_stutter_span_size == DECODING["summarization"]["no_stutter_span_size"] == 4
-    with pytest.raises(ValueError, match="needs input_ids"):
-        model.generate(inputs_embeds=torch.zeros(1, 3, config.d_model), no_stutter_span_size=2)
+    with pytest.raises(ValueError, match="needs input_ids"):  # asked for, where it cannot apply
+        model.generate(encoder_outputs=model.get_encoder()(ids), no_stutter_span_size=2, max_new_tokens=3)
+    # From the generation config, a call without source ids leaves it out, as before it existed.
+    assert model.generate(encoder_outputs=model.get_encoder()(ids), max_new_tokens=3).shape[0] == 2
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="no_stutter_span_size must be a whole number"):
+            model.generate(ids, no_stutter_span_size=bad, max_new_tokens=3)
 
 
 def test_a_repeat_the_source_holds_is_still_written(reversal_model):

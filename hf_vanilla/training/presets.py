@@ -132,7 +132,8 @@ PARSING_PRESETS = {
 # Summarization (`recipes/summarize.py`): documents are many times longer than their summaries, so no length filter
 # or length-ratio filter drops any; long documents and summaries are truncated instead (max_source_tokens,
 # max_target_tokens). The decoding is the model's `DECODING["summarization"]` row (beam 4, the GNMT length penalty, no
-# repeated 3-gram, summaries of 1 to 64 tokens), tuned there; a preset or a flag may still override any of it.
+# repeated 3-gram, no stutter of up to 4 tokens, summaries of 1 to 64 tokens), tuned there; a preset or a flag may
+# still override any of it.
 # Every summarization preset's tokenizer lower-cases (and puts a space before the first word, as every summarization
 # tokenizer of the recipe does): a word is then the same tokens in the summary as in the document, which copying needs.
 # Their pointer-generators learn a target that the source holds by copying it (force_copy) and smooth over the

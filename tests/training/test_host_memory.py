@@ -2,6 +2,7 @@
 again comes from the memory malloc kept, without the page faults of a fresh mapping; elsewhere nothing changes."""
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -34,6 +35,7 @@ def page_faults(choice: str) -> tuple[str, int]:
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the setting is glibc malloc's (mallopt)")
+@pytest.mark.skipif(host_memory.allocator_chosen_by_user() is not None, reason="the environment chose the allocation")
 def test_reuse_serves_a_freed_large_tensor_again_without_page_faults():
     system, reuse = page_faults("system"), page_faults("reuse")
     assert (system[0], reuse[0]) == ("system", "reuse")
@@ -54,3 +56,21 @@ def test_reuse_applies_only_to_a_cpu_run_under_glibc(monkeypatch):
     assert host_memory.apply_host_malloc("reuse", "cpu") == "system"
     with pytest.raises(ValueError, match="host_malloc must be one of"):
         host_memory.apply_host_malloc("jemalloc", "cpu")
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("LD_PRELOAD", "/usr/lib/libjemalloc.so.2"),
+        ("MALLOC_ARENA_MAX_", "2"),
+        ("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0"),
+    ],
+)
+def test_an_allocation_the_environment_chose_is_left_alone(variable, value, monkeypatch):
+    for name in [n for n in os.environ if n == "LD_PRELOAD" or n.startswith(("MALLOC_", "GLIBC_TUNABLES"))]:
+        monkeypatch.delenv(name)
+    assert host_memory.allocator_chosen_by_user() is None
+    monkeypatch.setenv(variable, value)
+    assert host_memory.allocator_chosen_by_user() == f"{variable}={value}"
+    assert host_memory.keep_freed_memory() is False  # before any mallopt: this process keeps its allocation
+    assert host_memory.apply_host_malloc("reuse", "cpu") == "system"
