@@ -841,8 +841,7 @@ class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
     hypothesis' own source holds that span twice in a row (a word the source spells with a repeated piece, "b an an
     as"). transformers' `no_repeat_ngram_size` cannot stop it: the stutter's n-grams are new until it has repeated
     n tokens. The source's tokens are those `attention_mask` keeps (else those that are not `pad_token_id`); what
-    follows the decoder's first `prompt_length` tokens (its start token), a forced prefix included, is what is
-    written."""
+    follows the decoder's start token, a forced prefix included, is what is written."""
 
     def __init__(
         self,
@@ -850,12 +849,10 @@ class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
         span_size: int,
         pad_token_id: int | None,
         attention_mask: torch.Tensor | None = None,
-        prompt_length: int = 1,
     ):
         if isinstance(span_size, bool) or not isinstance(span_size, int) or span_size < 1:
             raise ValueError(f"no_stutter_span_size must be a whole number of at least 1, got {span_size!r}")
         self.span_size = span_size
-        self.prompt_length = prompt_length
         keep = attention_mask.bool() if attention_mask is not None else source_ids != pad_token_id
         self.licensed = []  # per source: every run of 2L tokens (L = 1..span_size) whose halves are equal
         for row, kept in zip(source_ids.tolist(), keep.tolist()):
@@ -874,7 +871,7 @@ class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
             raise ValueError(f"{scores.shape[0]} hypotheses do not divide among {len(self.licensed)} sources")
         per_source = scores.shape[0] // len(self.licensed)
         rows, tokens = [], []
-        for row, written in enumerate(input_ids[:, self.prompt_length :].tolist()):
+        for row, written in enumerate(input_ids[:, 1:].tolist()):  # after the decoder's start token
             licensed, length = self.licensed[row // per_source], len(written)
             for size in range(1, min(self.span_size, (length + 1) // 2) + 1):
                 # The next token t ends X X (X of `size` tokens) when t == written[-size] and the first size - 1
