@@ -52,7 +52,7 @@ from .parsing.drawing import tree_svg  # noqa: E402
 # should not be held by one request.
 MAX_INPUT_TOKENS = 200
 # A summarizer's own decoding settings beyond the beam size and length penalty, which its tab's sliders start at.
-SUMMARY_SETTINGS = ["no_repeat_ngram_size", "min_new_tokens", "max_new_tokens"]
+SUMMARY_SETTINGS = ["no_repeat_ngram_size", "no_stutter_span_size", "min_new_tokens", "max_new_tokens"]
 # No fonts fetched from the internet: the page looks the same offline.
 THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
 
@@ -199,7 +199,8 @@ def _shaded(tokens: list[str], scores) -> list[tuple[str, float | None]]:
 
 
 def summarize(model: DemoModel, max_input_tokens: int):
-    """The Summarize button's function: (document, beams, penalty, no-repeat n-gram size, min and max length) ->
+    """The Summarize button's function: (document, beams, penalty, no-repeat n-gram size, min and max length,
+    no-stutter span size: last, so that API callers of the earlier five settings are answered as before) ->
     (summary, its tokens shaded by their copy probability 1 - p_gen, the document's tokens shaded by how much they
     were copied (`copy_weights`), the p_gen bars, note); all but the summary and note are empty for a model without
     the copy mechanism. A document over the limit the model records (its tokenizer's
@@ -212,6 +213,7 @@ def summarize(model: DemoModel, max_input_tokens: int):
         no_repeat_ngram_size,
         min_length,
         max_length,
+        no_stutter_span_size=0,
         progress=gr.Progress(),  # noqa: B008
     ):
         progress(0.0, desc="loading the model")
@@ -233,6 +235,7 @@ def summarize(model: DemoModel, max_input_tokens: int):
             "no_repeat_ngram_size": int(no_repeat_ngram_size),
             "min_new_tokens": int(min_length),
             "max_new_tokens": int(max_length),
+            "no_stutter_span_size": int(no_stutter_span_size),
         }
         (summary,) = generate_texts(network, tokenizer, [document], progress=False, max_source_tokens=limit, **flags)
         if not getattr(network.config, "pointer_generator", False):
@@ -248,10 +251,18 @@ def summarize(model: DemoModel, max_input_tokens: int):
 
 
 def _decoding_controls(model: DemoModel, prefix: str) -> tuple:
-    """Beam size and length penalty sliders starting at the model's own decoding (its generation config)."""
+    """Beam size and length penalty sliders starting at the model's own decoding (its generation config); each range
+    holds the model's value (Gradio refuses a request whose value lies outside its slider's range)."""
     beams, penalty = model.decoding["num_beams"], model.decoding["length_penalty"]
     num_beams = gr.Slider(1, max(32, beams), value=beams, step=1, label="Beam size", elem_id=f"{prefix}-beams")
-    length_penalty = gr.Slider(0.0, 2.0, value=penalty, step=0.1, label="Length penalty", elem_id=f"{prefix}-penalty")
+    length_penalty = gr.Slider(
+        min(0.0, penalty),
+        max(2.0, 2 * penalty),
+        value=penalty,
+        step=0.1,
+        label="Length penalty",
+        elem_id=f"{prefix}-penalty",
+    )
     return num_beams, length_penalty
 
 
@@ -317,11 +328,19 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
             num_beams, length_penalty = _decoding_controls(model, prefix)
             no_repeat = gr.Slider(
                 0,
-                6,
+                max(6, decoding["no_repeat_ngram_size"] or 0),
                 value=decoding["no_repeat_ngram_size"] or 0,
                 step=1,
                 label="No repeated n-grams of size (0: off)",
                 elem_id=f"{prefix}-no-repeat",
+            )
+            no_stutter = gr.Slider(
+                0,
+                max(8, decoding["no_stutter_span_size"] or 0),
+                value=decoding["no_stutter_span_size"] or 0,
+                step=1,
+                label="No span of up to this many tokens twice in a row, unless the document has it so (0: off)",
+                elem_id=f"{prefix}-no-stutter",
             )
             min_length = gr.Slider(
                 0,
@@ -360,7 +379,7 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
                 visible=pointer,
                 elem_id=f"{prefix}-p-gen",
             )
-    inputs = [document, num_beams, length_penalty, no_repeat, min_length, max_length]
+    inputs = [document, num_beams, length_penalty, no_repeat, min_length, max_length, no_stutter]
     _answer([button.click], summarize(model, max_input_tokens), inputs, [summary, copied, sources, bars, note], prefix)
 
 

@@ -182,7 +182,14 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
     import torch
 
     model = app.DemoModel.read(str(summarization_folder))
-    row = {"num_beams": 4, "length_penalty": 1.0, "no_repeat_ngram_size": 3, "min_new_tokens": 1, "max_new_tokens": 64}
+    row = {
+        "num_beams": 4,
+        "length_penalty": 1.0,
+        "no_repeat_ngram_size": 3,
+        "min_new_tokens": 1,
+        "max_new_tokens": 64,
+        "no_stutter_span_size": 4,
+    }  # in the order of the function's arguments
     assert model.decoding == row
     passed = []
 
@@ -193,7 +200,7 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
     monkeypatch.setattr(app, "generate_texts", recording)
     run = app.summarize(model, app.MAX_INPUT_TOKENS)
     tokenizer, quiet = reversal_tokenizer(), {"progress": lambda *a, **k: None}
-    for document, settings in (("a b c a b c d", (4, 1.0, 3, 1, 64)), ("x w v u t s", (2, 0.5, 0, 2, 4))):
+    for document, settings in (("a b c a b c d", (4, 1.0, 3, 1, 64, 4)), ("x w v u t s", (2, 0.5, 0, 2, 4, 0))):
         summary, shaded, sources, image, note = run(document, *settings, **quiet)
         flags = dict(zip(row, settings))
         assert [summary] == generate_texts(summarization_model, tokenizer, [document], progress=False, **flags)
@@ -211,9 +218,11 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
         # layer's cross-attention (mean of heads) renormalized over the tokens that are no special token (</s> is
         # never copied), relative to the largest.
         with torch.no_grad():
-            attention = summarization_model(
-                input_ids=source, decoder_input_ids=decoder, output_attentions=True
-            ).cross_attentions[-1][0].mean(0)
+            attention = (
+                summarization_model(input_ids=source, decoder_input_ids=decoder, output_attentions=True)
+                .cross_attentions[-1][0]
+                .mean(0)
+            )
         attention = attention * (source[0] > 2)
         copied = (1 - p_gen) @ (attention / attention.sum(-1, keepdim=True))
         assert [token for token, score in sources if score is not None] == [*document.split(), "</s>"]
@@ -326,6 +335,33 @@ def test_the_api_names_every_output_takes_what_it_advertises_and_clears_an_old_a
     steps = demo.config["dependencies"]
     clearing = [d for d in steps if d["api_visibility"] == "private" and not d["queue"] and not d["inputs"]]
     assert len(clearing) >= 2  # one a tab, before its work (which is what the API calls)
+
+
+def test_a_summarizer_is_answered_at_its_own_settings_beyond_the_usual_ranges(
+    summarization_folder, summarization_model, tmp_path
+):
+    """The sliders start at the model's generation config and Gradio refuses a value outside a slider's range, so each
+    range must hold the model's value: the AESLC demo decodes with length penalty 3.0, where the slider once ended at
+    2.0 and every request at the model's settings failed ("Value 3.0 is greater than maximum value 2.0")."""
+    from gradio_client import Client
+
+    folder = tmp_path / "summarizer"
+    shutil.copytree(summarization_folder, folder)
+    own = {"num_beams": 40, "length_penalty": 3.0, "no_repeat_ngram_size": 8, "no_stutter_span_size": 9}
+    generation = json.loads((folder / "generation_config.json").read_text())
+    (folder / "generation_config.json").write_text(json.dumps({**generation, **own}))
+    port = _free_port()
+    demo = app.launch([str(folder)], "127.0.0.1", port, prevent_thread_lock=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/summarization_0"]
+        defaults = {p["parameter_name"]: p["parameter_default"] for p in api["parameters"]}
+        assert {name: defaults[name] for name in own} == own
+        summary = client.predict("a b c d", api_name="/summarization_0")[0]  # every setting at its default
+    finally:
+        demo.close()
+    flags = {**own, "min_new_tokens": 1, "max_new_tokens": 64}
+    assert [summary] == generate_texts(summarization_model, reversal_tokenizer(), ["a b c d"], progress=False, **flags)
 
 
 # --- the Space ------------------------------------------------------------------------------------------------------
