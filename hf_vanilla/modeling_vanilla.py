@@ -1102,6 +1102,14 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         self._length_penalty_style = "power"
         self.post_init()
 
+    def adjust_generation_fn(self, generation_config, *args, **kwargs) -> None:
+        """After transformers loads the saved generation config (as a plain `GenerationConfig`), it is made a
+        `VanillaGenerationConfig` with the same values: `update()` then knows hf_vanilla's settings, and a model saved
+        before a setting existed gets its default (the decoding it had)."""
+        super().adjust_generation_fn(generation_config, *args, **kwargs)
+        if not isinstance(self.generation_config, self.generation_config_class):
+            self.generation_config = self.generation_config_class.from_dict(self.generation_config.to_dict())
+
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head
 

@@ -1,6 +1,8 @@
 """The model against the paper's equations and independent computations."""
 
+import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -83,6 +85,30 @@ def test_summarization_presets_have_the_copy_mechanism_and_the_summary_decoding(
     decoding.save_pretrained(tmp_path)
     reloaded = hf_vanilla.configuration_vanilla.VanillaGenerationConfig.from_pretrained(tmp_path)
     assert reloaded.to_diff_dict() == decoding.to_diff_dict()
+
+
+def test_a_saved_model_loads_its_decoding_as_a_vanilla_generation_config(tmp_path):
+    """transformers reads generation_config.json as a plain `GenerationConfig`, whose `update()` drops (returns
+    unused) the settings it does not know: a loaded model's config is made a `VanillaGenerationConfig` with the
+    saved values, and one saved before hf_vanilla's settings existed gets their defaults (the decoding it had)."""
+    config = VanillaTransformerConfig.from_preset("tiny", decoding="summarization", pointer_generator=True)
+    VanillaTransformerForConditionalGeneration(config).save_pretrained(tmp_path / "new")
+    saved = json.loads((tmp_path / "new" / "generation_config.json").read_text())
+    shutil.copytree(tmp_path / "new", tmp_path / "old")
+    old = {
+        k: v
+        for k, v in saved.items()
+        if k not in ("length_penalty_style", "max_length_offset", "no_stutter_span_size")
+    }
+    (tmp_path / "old" / "generation_config.json").write_text(json.dumps(old))
+    for folder, style, stutter in (("new", "gnmt", 4), ("old", "power", 0)):
+        for loader in (VanillaTransformerForConditionalGeneration, AutoModelForSeq2SeqLM):
+            decoding = loader.from_pretrained(tmp_path / folder).generation_config
+            assert type(decoding) is hf_vanilla.configuration_vanilla.VanillaGenerationConfig
+            assert (decoding.length_penalty_style, decoding.no_stutter_span_size) == (style, stutter)
+            assert (decoding.num_beams, decoding.no_repeat_ngram_size) == (saved["num_beams"], 3)
+            assert decoding.update(no_stutter_span_size=2, max_length_offset=7) == {}  # nothing left unused
+            assert (decoding.no_stutter_span_size, decoding.max_length_offset) == (2, 7)
 
 
 def test_from_preset_names_every_preset_in_its_docstring():

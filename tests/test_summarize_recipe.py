@@ -296,9 +296,8 @@ def test_a_warm_start_keeps_its_models_copy_mechanism_and_scores_as_its_run_did(
 
 
 def test_a_model_saved_before_the_stutter_rule_decodes_without_it_unless_the_flag_asks(corpus, summary_run, tmp_path):
-    """A generation config without `no_stutter_span_size` (saved before it existed) loads as a plain
-    `GenerationConfig`: the model decodes as before, and --no-stutter-span-size sets the rule for the run and its
-    card."""
+    """A generation config without `no_stutter_span_size` (saved before it existed) loads with the rule off: the
+    model decodes as before, and --no-stutter-span-size sets the rule for the run and its card."""
     old = tmp_path / "old"
     shutil.copytree(summary_run[0] / "final", old)
     generation = json.loads((old / "generation_config.json").read_text())

@@ -258,10 +258,7 @@ def build_model(run: RunContext) -> VanillaTransformerForConditionalGeneration:
             )
     else:
         model = new_model(run.config, run.tokenizer)
-    # `update` leaves out the settings a generation config does not hold yet (a model saved before hf_vanilla had
-    # them loads as a plain `GenerationConfig`): those are set as attributes, which `generate` reads.
-    for name, value in model.generation_config.update(**settings.decoding).items():
-        setattr(model.generation_config, name, value)
+    model.generation_config.update(**settings.decoding)
     if model.generation_config.num_beams == 1:  # greedy: the beam-search settings would make the config invalid
         model.generation_config.update(early_stopping=False, length_penalty=1.0)
     run.model = model
