@@ -250,19 +250,17 @@ def summarize(model: DemoModel, max_input_tokens: int):
     return run
 
 
+def _setting_slider(low: float, high: float, value: float, label: str, elem_id: str, step: float = 1) -> "gr.Slider":
+    """A slider starting at one of the model's own decoding settings (its generation config), from `low` to `high`
+    widened to hold `value`: Gradio refuses a request whose value lies outside its slider's range."""
+    return gr.Slider(min(low, value), max(high, value), value=value, step=step, label=label, elem_id=elem_id)
+
+
 def _decoding_controls(model: DemoModel, prefix: str) -> tuple:
-    """Beam size and length penalty sliders starting at the model's own decoding (its generation config); each range
-    holds the model's value (Gradio refuses a request whose value lies outside its slider's range)."""
+    """Beam size and length penalty sliders starting at the model's own decoding."""
     beams, penalty = model.decoding["num_beams"], model.decoding["length_penalty"]
-    num_beams = gr.Slider(1, max(32, beams), value=beams, step=1, label="Beam size", elem_id=f"{prefix}-beams")
-    length_penalty = gr.Slider(
-        min(0.0, penalty),
-        max(2.0, 2 * penalty),
-        value=penalty,
-        step=0.1,
-        label="Length penalty",
-        elem_id=f"{prefix}-penalty",
-    )
+    num_beams = _setting_slider(1, 32, beams, "Beam size", f"{prefix}-beams")
+    length_penalty = _setting_slider(0.0, max(2.0, 2 * penalty), penalty, "Length penalty", f"{prefix}-penalty", 0.1)
     return num_beams, length_penalty
 
 
@@ -326,37 +324,29 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
         with gr.Column():
             document = gr.Textbox(label="Document", lines=8, elem_id=f"{prefix}-input")
             num_beams, length_penalty = _decoding_controls(model, prefix)
-            no_repeat = gr.Slider(
+            no_repeat = _setting_slider(
                 0,
-                max(6, decoding["no_repeat_ngram_size"] or 0),
-                value=decoding["no_repeat_ngram_size"] or 0,
-                step=1,
-                label="No repeated n-grams of size (0: off)",
-                elem_id=f"{prefix}-no-repeat",
+                6,
+                decoding["no_repeat_ngram_size"] or 0,
+                "No repeated n-grams of size (0: off)",
+                f"{prefix}-no-repeat",
             )
-            no_stutter = gr.Slider(
+            no_stutter = _setting_slider(
                 0,
-                max(8, decoding["no_stutter_span_size"] or 0),
-                value=decoding["no_stutter_span_size"] or 0,
-                step=1,
-                label="No span of up to this many tokens twice in a row, unless the document has it so (0: off)",
-                elem_id=f"{prefix}-no-stutter",
+                8,
+                decoding["no_stutter_span_size"] or 0,
+                "No span of up to this many tokens twice in a row, unless the document has it so (0: off)",
+                f"{prefix}-no-stutter",
             )
-            min_length = gr.Slider(
-                0,
-                longest,
-                value=decoding["min_new_tokens"] or 0,
-                step=1,
-                label="Minimum summary length (tokens)",
-                elem_id=f"{prefix}-min-length",
+            min_length = _setting_slider(
+                0, longest, decoding["min_new_tokens"] or 0, "Minimum summary length (tokens)", f"{prefix}-min-length"
             )
-            max_length = gr.Slider(
+            max_length = _setting_slider(
                 1,
                 longest,
-                value=decoding["max_new_tokens"] or longest,
-                step=1,
-                label="Maximum summary length (tokens)",
-                elem_id=f"{prefix}-max-length",
+                decoding["max_new_tokens"] or longest,
+                "Maximum summary length (tokens)",
+                f"{prefix}-max-length",
             )
             button = gr.Button("Summarize", variant="primary", elem_id=f"{prefix}-button")
         with gr.Column():
