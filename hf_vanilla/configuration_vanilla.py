@@ -74,8 +74,11 @@ class VanillaGenerationConfig(GenerationConfig):
       alpha = `length_penalty`; `"power"` keeps transformers' log P / |Y|^alpha.
     - `max_length_offset`: each sentence stops at its own source length + this many tokens (None: no such limit).
 
-    And one for summarizers: `no_stutter_span_size`, no span of 1 to this many tokens twice in a row unless the
-    source holds it twice in a row (0: no such rule).
+    And two for summarizers: `no_stutter_span_size`, no span of 1 to this many tokens twice in a row unless the
+    source holds it twice in a row (0: no such rule); `word_continuation_ids`, for a pointer-generator, the ids of the
+    vocabulary's pieces that continue a word (`hf_vanilla.tokenization.word_continuation_ids`): such a piece is
+    copied only from a source position right after the token the hypothesis has just written, so that a copied word
+    is copied whole, never spliced from pieces of other words ("phillments"); None: no such rule.
 
     A new model's generation config is the paper's decoding for its `config.decoding` (`DECODING`); it is saved as
     `generation_config.json` beside the weights and read back from there."""
@@ -85,12 +88,14 @@ class VanillaGenerationConfig(GenerationConfig):
         length_penalty_style: str = "power",
         max_length_offset: int | None = None,
         no_stutter_span_size: int = 0,
+        word_continuation_ids: list[int] | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.length_penalty_style = length_penalty_style
         self.max_length_offset = max_length_offset
         self.no_stutter_span_size = no_stutter_span_size
+        self.word_continuation_ids = word_continuation_ids
 
     @classmethod
     def from_model_config(cls, model_config) -> "VanillaGenerationConfig":

@@ -913,14 +913,16 @@ class VanillaPointerGenerator(nn.Module):
         self.uncopyable_ids = sorted({i for i in (*ids, config.decoder_start_token_id) if isinstance(i, int)})
 
     def copy_distribution(
-        self, attention: torch.Tensor, source_ids: torch.LongTensor
+        self, attention: torch.Tensor, source_ids: torch.LongTensor, allowed: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """a'_t (float32, batch x target x source): the attention renormalized over the copyable source positions
-        (those of no special token), and whether each position (batch x target) has any copyable mass."""
+        (those of no special token, and of `allowed`, batch x target x source, where given), and whether each
+        position (batch x target) has any copyable mass."""
         copyable = torch.ones_like(source_ids, dtype=torch.bool)
         for special in self.uncopyable_ids:
             copyable &= source_ids != special
-        masked = attention.float() * copyable[:, None, :]
+        copyable = copyable[:, None, :] if allowed is None else copyable[:, None, :] & allowed
+        masked = attention.float() * copyable
         total = masked.sum(-1, keepdim=True)
         return masked / total.clamp_min(torch.finfo(masked.dtype).tiny), total.squeeze(-1) > 0
 
@@ -932,9 +934,13 @@ class VanillaPointerGenerator(nn.Module):
         decoder_hidden_states: torch.Tensor,
         decoder_embeddings: torch.Tensor,
         source_ids: torch.LongTensor,
+        previous_ids: torch.LongTensor | None = None,
+        word_continuation_mask: torch.Tensor | None = None,
     ) -> "CopyMixture":
         """The final distribution (`CopyMixture`: log P(w), float32 of shape (batch, target length, vocab); p_gen;
         a'_t) from the vocabulary logits, the attention a_t (batch x target x source), h, s_t, x_t and the source ids.
+        With `word_continuation_mask` (vocab, True for a piece that continues a word) and `previous_ids` (the decoder
+        input at each position, batch x target), copying is whole-word (`whole_word_copy_positions`).
 
         The mixture is computed in log space and float32 (autocast off), with log_softmax and logsigmoid: a
         vocabulary probability below float32's range (a logit ~87 under the best) keeps its log-probability, where
@@ -952,7 +958,10 @@ class VanillaPointerGenerator(nn.Module):
         # w_c . c_t + w_s . s_t + w_x . x_t + b
         p_gen_logit = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1))
         p_gen_logit = p_gen_logit.squeeze(-1).float()
-        copy_attention, has_copy = self.copy_distribution(attention, source_ids)
+        allowed = None
+        if word_continuation_mask is not None:
+            allowed = whole_word_copy_positions(source_ids, previous_ids, word_continuation_mask)
+        copy_attention, has_copy = self.copy_distribution(attention, source_ids, allowed)
         with torch.autocast(device_type=attention.device.type, enabled=False):
             log_p_gen = torch.where(has_copy, nn.functional.logsigmoid(p_gen_logit), 0.0)
             log_1m_p_gen = torch.where(has_copy, nn.functional.logsigmoid(-p_gen_logit), -math.inf)
@@ -960,6 +969,19 @@ class VanillaPointerGenerator(nn.Module):
             log_probs = _copy_mixture(vocab_logits, log_p_gen, log_1m_p_gen, copy_attention, source_ids)
         p_gen = torch.where(has_copy, torch.sigmoid(p_gen_logit), 1.0)
         return CopyMixture(log_probs, p_gen, copy_attention, log_1m_p_gen, vocab_logits, source_ids)
+
+
+def whole_word_copy_positions(
+    source_ids: torch.LongTensor, previous_ids: torch.LongTensor, word_continuation_mask: torch.Tensor
+) -> torch.Tensor:
+    """Where each decoder position may copy from (batch x target x source, bool): a source token that starts a word,
+    anywhere; one that continues a word (`word_continuation_mask[token]`), only right after the token the decoder
+    has just read (`previous_ids`, batch x target), so that the copy goes on with the source word being written.
+    Copying " easements" then writes " ease" + "ments", and never "ments" after " phill" ("phillments": a word that
+    neither the source nor the vocabulary spells). The vocabulary distribution may still write any piece."""
+    before = torch.cat([torch.full_like(source_ids[:, :1], -1), source_ids[:, :-1]], dim=1)
+    starts = ~word_continuation_mask.to(source_ids.device)[source_ids]
+    return starts[:, None, :] | (before[:, None, :] == previous_ids[:, :, None])
 
 
 def _kept_positions(logits_to_keep: int | torch.Tensor) -> slice | torch.Tensor:
@@ -1100,6 +1122,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.final_logits_bias)
         self.pointer_generator = VanillaPointerGenerator(config) if config.pointer_generator else None
         self._length_penalty_style = "power"
+        self._word_continuation_mask = None  # whole-word copying's mask while generate() decodes with it
         self.post_init()
 
     def adjust_generation_fn(self, generation_config, *args, **kwargs) -> None:
@@ -1144,6 +1167,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
+        word_continuation_mask: torch.Tensor | None = None,
         **kwargs,
     ) -> VanillaSeq2SeqLMOutput:
         r"""
@@ -1153,12 +1177,18 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             labels shifted right behind `decoder_start_token_id`. The loss is the label-smoothed cross-entropy of
             `config.label_smoothing` (the paper: 0.1).
         logits_to_keep: compute the pre-softmax projection only for the last `logits_to_keep` positions (0: all).
+        word_continuation_mask: a pointer-generator's whole-word copying (`whole_word_copy_positions`): True for each
+            vocabulary id that continues a word; `generate()` passes its generation config's `word_continuation_ids`.
 
         A pointer-generator's `logits` are log P(w) of its final distribution, normalized (a softmax of them is
         themselves), and `p_gen` its probability of generating from the vocabulary.
         """
         if self.pointer_generator is not None and input_ids is None:
             raise ValueError("A pointer-generator copies source tokens: pass input_ids (with encoder_outputs too).")
+        if word_continuation_mask is not None:
+            self._check_continuation_mask(word_continuation_mask)
+        else:
+            word_continuation_mask = self._word_continuation_mask
         num_items_in_batch = kwargs.pop("num_items_in_batch", None)
         if labels is not None:
             use_cache = False
@@ -1184,6 +1214,14 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         else:
             logits = self.lm_head(hidden_states)
             if self.pointer_generator is not None:
+                previous_ids = None
+                if word_continuation_mask is not None:
+                    if decoder_input_ids is None:
+                        raise ValueError(
+                            "Whole-word copying reads the decoder's input ids: pass decoder_input_ids or labels, "
+                            "not decoder_inputs_embeds."
+                        )
+                    previous_ids = decoder_input_ids[:, kept]
                 mixture = self.pointer_generator(
                     logits,
                     outputs.copy_attention[:, kept, :],
@@ -1191,6 +1229,8 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
                     hidden_states,
                     outputs.decoder_embeddings[:, kept, :],
                     input_ids,
+                    previous_ids,
+                    word_continuation_mask,
                 )
                 logits = mixture.log_probs
             if labels is not None:
@@ -1208,6 +1248,32 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             p_gen=mixture.p_gen if mixture is not None else None,
             copy_attention=mixture.copy_attention if mixture is not None else None,
         )
+
+    def _check_continuation_mask(self, mask: torch.Tensor) -> None:
+        """A `word_continuation_mask` must be one bool a vocabulary id, for a pointer-generator."""
+        if self.pointer_generator is None:
+            raise ValueError(
+                "word_continuation_mask is whole-word copying, which a pointer-generator does: this "
+                "model has no copy mechanism."
+            )
+        if mask.dtype != torch.bool or tuple(mask.shape) != (self.config.vocab_size,):
+            raise ValueError(
+                f"word_continuation_mask must be a bool tensor of shape ({self.config.vocab_size},) (one value a "
+                f"vocabulary id), got {mask.dtype} of shape {tuple(mask.shape)}."
+            )
+
+    def _continuation_mask(self, ids) -> torch.Tensor:
+        """The mask of `word_continuation_ids` (a list of vocabulary ids), checked."""
+        vocab = self.config.vocab_size
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+            raise ValueError(f"word_continuation_ids must be a list of vocabulary ids, got {ids!r}")
+        ids = list(ids)
+        wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab]
+        if wrong:
+            raise ValueError(f"word_continuation_ids must be ids below the vocabulary size {vocab}, got {wrong[:5]}")
+        mask = torch.zeros(vocab, dtype=torch.bool, device=self.device)
+        mask[ids] = True
+        return mask
 
     def _chunked_loss(self, hidden_states: torch.Tensor, labels: torch.Tensor, num_items_in_batch) -> torch.Tensor:
         """The label-smoothed loss computed `config.loss_chunk_tokens` positions at a time (no whole logits)."""
@@ -1275,13 +1341,23 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         And a summarizer's: `no_stutter_span_size=k` blocks any span of 1 to k tokens written twice in a row unless
         the sentence's source holds it twice in a row (`SourceLicensedStutterLogitsProcessor`; 0: no such rule). It
         needs the source ids: given as a keyword without them it is an error; from the generation config, it is left
-        out of a call with `inputs_embeds` or `encoder_outputs` alone.
+        out of a call with `inputs_embeds` or `encoder_outputs` alone. A pointer-generator's `word_continuation_ids`
+        (the pieces that continue a word) make its copying whole-word (`whole_word_copy_positions`; None or []: no
+        such rule); given as a keyword to a model without the copy mechanism, it is an error.
         """
         config = generation_config if generation_config is not None else self.generation_config
         style = kwargs.pop("length_penalty_style", getattr(config, "length_penalty_style", "power"))
         offset = kwargs.pop("max_length_offset", getattr(config, "max_length_offset", None))
         asked = kwargs.pop("no_stutter_span_size", None)  # a keyword argument: an error where it cannot apply
         stutter = asked if asked is not None else getattr(config, "no_stutter_span_size", 0)
+        asked_words = kwargs.pop("word_continuation_ids", None)
+        continuation = asked_words if asked_words is not None else getattr(config, "word_continuation_ids", None)
+        if asked_words is not None and self.pointer_generator is None:
+            raise ValueError(
+                "word_continuation_ids is whole-word copying, which this model, without the copy "
+                "mechanism, does not do."
+            )
+        mask = self._continuation_mask(continuation) if continuation and self.pointer_generator is not None else None
         if style not in ("gnmt", "power"):
             raise ValueError(f"length_penalty_style must be 'gnmt' or 'power', got {style!r}.")
         explicit_length = kwargs.get("max_new_tokens") is not None or kwargs.get("max_length") is not None
@@ -1317,12 +1393,14 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             logits_processor = LogitsProcessorList(logits_processor or [])
             logits_processor.append(SourceLengthLimitLogitsProcessor(limits, eos))
         previous_style, self._length_penalty_style = self._length_penalty_style, style
+        previous_mask, self._word_continuation_mask = self._word_continuation_mask, mask
         try:
             return super().generate(
                 inputs, generation_config=generation_config, logits_processor=logits_processor, **kwargs
             )
         finally:
             self._length_penalty_style = previous_style
+            self._word_continuation_mask = previous_mask
 
     def _prepare_cache_for_generation(
         self, generation_config, model_kwargs, generation_mode, batch_size, max_cache_length

@@ -121,6 +121,24 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
     return AutoTokenizer.from_pretrained(str(path))
 
 
+def word_continuation_ids(tokenizer: PreTrainedTokenizerFast) -> list[int] | None:
+    """The ids of the vocabulary's pieces that continue what precedes them (no word-start marker: "ments" of
+    " easements", "," of "phillip,"), for a pointer-generator's whole-word copying
+    (`VanillaGenerationConfig.word_continuation_ids`). The marker is what the tokenizer puts before every word, found
+    by pre-tokenizing a word alone and after another: byte-level BPE with a prefix space (the recipes' summarizers:
+    "Ġ"), SentencePiece's "▁". None for a tokenizer that marks no word start (its first word would look like a
+    continuation); special tokens are never in the list."""
+    pre_tokenizer = getattr(tokenizer, "backend_tokenizer", None) and tokenizer.backend_tokenizer.pre_tokenizer
+    if pre_tokenizer is None:
+        return None
+    alone, after = (pre_tokenizer.pre_tokenize_str(text)[-1][0] for text in ("a", "b a"))
+    if alone != after or not alone.endswith("a") or alone == "a":
+        return None
+    marker, special = alone[:-1], set(tokenizer.all_special_ids)
+    vocabulary = tokenizer.get_vocab()
+    return sorted(i for piece, i in vocabulary.items() if not piece.startswith(marker) and i not in special)
+
+
 def truncate_ids(ids: list[int], limit: int | None) -> list[int]:
     """`ids` cut to `limit` tokens keeping the final </s> (its last id), as every split of a truncating recipe is cut
     (`encode_truncated_pairs`) and as decoding reads a long input (`decoding.generate_texts`); unchanged when they

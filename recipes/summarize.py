@@ -24,7 +24,7 @@ from hf_vanilla.evaluation import Evaluation
 from hf_vanilla.evaluation.rouge import ROUGE_TYPES
 from hf_vanilla.evaluation.summarization import summarize_and_score
 from hf_vanilla.publishing import finish
-from hf_vanilla.tokenization import BpeOptions, reads_lowercase
+from hf_vanilla.tokenization import BpeOptions, reads_lowercase, word_continuation_ids
 from hf_vanilla.training.arguments import RunSettings, setting
 from hf_vanilla.training.collectives import agreed_failure, error_line
 from hf_vanilla.training.flags import parse_settings
@@ -73,6 +73,12 @@ class Arguments(RunSettings):
     force_copy: bool | None = setting(
         "A target token that its source holds is learnt by copying it only (OpenNMT-py's -copy_attn_force). "
         "Default: the preset's."
+    )
+    whole_word_copy: bool | None = setting(
+        "A pointer-generator copies a piece that continues a word only right after the source token before it, so "
+        "that copied words are whole, never spliced from pieces of two words (--no-whole-word-copy: any piece from "
+        "anywhere). Saved in the model's generation config. Default: on where the tokenizer marks word starts (the "
+        "recipe's always do)."
     )
     lowercase: bool | None = setting(
         "The tokenizer lower-cases documents and summaries (saved in its files: every loader of the model does the "
@@ -148,7 +154,15 @@ def main(args: Arguments) -> dict:
     tokenizer = build_tokenizer(
         run, corpus["train"], SIDES, dataset, BpeOptions(prefix_space=True, lowercase=bool(settings.lowercase))
     )
-    build_model(run)
+    model = build_model(run)
+    if model.config.pointer_generator:  # whole-word copying: the pieces that continue a word, in the model's decoding
+        continuations = word_continuation_ids(tokenizer) if settings.whole_word_copy is not False else None
+        if settings.whole_word_copy and continuations is None:  # asked for, with a tokenizer that cannot tell
+            raise PreflightError(
+                "--whole-word-copy: the tokenizer marks no word start (byte-level BPE with a prefix space or "
+                "SentencePiece's), so the pieces that continue a word are unknown"
+            )
+        model.generation_config.word_continuation_ids = continuations
 
     # The metric: ROUGE of greedy summaries in validation (--best-checkpoint-metric may choose the final model by
     # one of them), ROUGE of the beam search at the end (predictions.jsonl).
@@ -176,6 +190,7 @@ def main(args: Arguments) -> dict:
         "task": "summarization",
         "dataset": dataset,
         "pointer_generator": run.model.config.pointer_generator,
+        "whole_word_copy": bool(getattr(run.model.generation_config, "word_continuation_ids", None)),
         "lowercase": reads_lowercase(tokenizer),
         "max_source_tokens": settings.max_source_tokens,
         "max_target_tokens": settings.max_target_tokens,

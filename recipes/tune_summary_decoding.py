@@ -21,6 +21,7 @@ from hf_vanilla.data.summaries import load_summarization_corpus
 from hf_vanilla.decoding import ModelLoadError, input_limit, load_for_decoding
 from hf_vanilla.evaluation.summarization import tune_decoding
 from hf_vanilla.flag_bounds import bound_problem, bound_problems
+from hf_vanilla.tokenization import word_continuation_ids
 from hf_vanilla.training.collectives import error_line
 
 # flag -> (generate()'s keyword, type, least value)
@@ -53,6 +54,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for flag, (name, kind, _) in GRID_FLAGS.items():
         parser.add_argument(flag, dest=name, type=kind, nargs="+", help="Candidates (default: the model's setting).")
     parser.add_argument(
+        "--whole-word-copy",
+        nargs="+",
+        choices=("on", "off"),
+        help="Candidates for a pointer-generator's whole-word copying (recipes/summarize.py's --whole-word-copy; "
+        "default: the model's setting).",
+    )
+    parser.add_argument(
         "--choose-by", default="rouge1", help="The figure to maximize (default rouge1, first reference)."
     )
     parser.add_argument("--json", help="Also write every row and the choice to this file.")
@@ -65,6 +73,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if problems:
         parser.error(problems[0])
     return args
+
+
+def whole_word_copy_ids(model, tokenizer, on: bool) -> list[int] | None:
+    """The generation config's `word_continuation_ids` for whole-word copying on (a ValueError where the model cannot
+    copy or its tokenizer marks no word start) or off."""
+    if not on:
+        return None
+    if not model.config.pointer_generator:
+        raise ValueError("--whole-word-copy on: the model has no copy mechanism")
+    ids = word_continuation_ids(tokenizer)
+    if ids is None:
+        raise ValueError("--whole-word-copy on: the tokenizer marks no word start, so its word pieces are unknown")
+    return ids
 
 
 def table(rows: list[dict], names: list[str]) -> str:
@@ -95,14 +116,27 @@ def main(argv: list[str] | None = None) -> dict:
     if not grid:
         config = model.generation_config
         grid = {"length_penalty": [config.length_penalty]}  # no candidates given: the model's own setting, scored
+    rows = []
     try:
-        chosen, rows = tune_decoding(model, tokenizer, items, grid, limit, key=args.choose_by)
+        for whole in args.whole_word_copy or [None]:  # None: the model's own
+            if whole is not None:
+                model.generation_config.word_continuation_ids = whole_word_copy_ids(model, tokenizer, whole == "on")
+            rows += [
+                ({"whole_word_copy": whole} if whole else {}) | row
+                for row in tune_decoding(model, tokenizer, items, grid, limit, key=args.choose_by)[1]
+            ]
     except ValueError as error:
         sys.exit(f"error: {error_line(error)}")
-    names = list(grid)
+    chosen = max(rows, key=lambda row: row[args.choose_by])  # max keeps the first of equal rows
+    names = (["whole_word_copy"] if args.whole_word_copy else []) + list(grid)
     print(table(rows, names))
     best = {name: chosen[name] for name in names}
-    flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in best.items())
+    flags = " ".join(
+        ("--whole-word-copy" if value == "on" else "--no-whole-word-copy")
+        if name == "whole_word_copy"
+        else f"--{name.replace('_', '-')} {value}"
+        for name, value in best.items()
+    )
     print(f"best on {len(items):,} validation items by {args.choose_by} ({chosen[args.choose_by]}): {flags}")
     record = {
         "model": args.model,

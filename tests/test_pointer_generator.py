@@ -16,6 +16,7 @@ from hf_vanilla.modeling_vanilla import (
     dense_pointer_generator_log_probs,
     pointer_generator_loss,
     sinusoidal_positions,
+    whole_word_copy_positions,
 )
 
 from reversal import (
@@ -421,6 +422,127 @@ def test_the_copy_learns_rare_source_tokens_that_a_plain_model_does_not():
     (its held-out accuracy is high); the plain model does not."""
     assert held_out_name_accuracy(pointer_generator=True) >= 0.7
     assert held_out_name_accuracy(pointer_generator=False) <= 0.05
+
+
+# --- whole-word copying (word_continuation_ids) ---------------------------------------------------------------------
+
+
+def test_whole_word_copy_positions_are_the_rule_written_out():
+    """A source token that starts a word may be copied at every decoder position; one that continues a word only
+    where the decoder's input (the token just written) is the source token before it; never at the first position."""
+    generator = torch.Generator().manual_seed(0)
+    source = torch.randint(4, 12, (3, 9), generator=generator)
+    previous = torch.randint(4, 12, (3, 5), generator=generator)
+    continues = torch.zeros(12, dtype=torch.bool)
+    continues[[5, 7, 8, 11]] = True
+    source[0, 3], previous[0, 2] = 7, int(source[0, 2])  # a piece that goes on with the source word just written
+    source[1, 0] = 8  # a continuation at the first source position: nothing is before it
+    allowed = whole_word_copy_positions(source, previous, continues)
+    expected = [
+        [
+            [not continues[source[b, j]] or (j > 0 and int(source[b, j - 1]) == int(previous[b, t])) for j in range(9)]
+            for t in range(5)
+        ]
+        for b in range(3)
+    ]
+    assert allowed.tolist() == expected
+    assert allowed[0, 2, 3] and not allowed[1, :, 0].any()
+    assert not allowed[continues[source][:, None, :].expand(-1, 5, -1)].all()  # some continuations are refused
+
+
+def test_whole_word_copying_takes_copy_mass_off_spliced_pieces_and_mixes_the_rest_as_see_et_al():
+    """With `word_continuation_mask`, a'_t is the free model's a'_t on the positions `whole_word_copy_positions`
+    allows, renormalized there; p_gen is the free model's wherever some position is allowed (1 where none is); and
+    log P is See et al.'s mixture of that a'_t (`dense_pointer_generator_log_probs`). A rule that moved no mass, or
+    did not renormalize, fails."""
+    model = tiny_model(pointer_generator=True, init_std=0.3)
+    ids, mask = batch(lengths=(7, 4, 6))
+    target, _ = batch(seed=2, lengths=(5, 3, 5))
+    target[0, 2] = ids[0, 1]  # after writing source token 1, the piece at source position 2 may be copied
+    continues = torch.zeros(model.config.vocab_size, dtype=torch.bool)
+    continues[ids[:, 2::2]] = True  # every second source position continues a word
+    continues[:4] = False
+    with torch.no_grad():
+        free = model(input_ids=ids, attention_mask=mask, decoder_input_ids=target)
+        ruled = model(input_ids=ids, attention_mask=mask, decoder_input_ids=target, word_continuation_mask=continues)
+        vocabulary = model.lm_head(model.model(input_ids=ids, attention_mask=mask, decoder_input_ids=target)[0])
+    allowed = whole_word_copy_positions(ids, target, continues)
+    kept = free.copy_attention * allowed
+    total = kept.sum(-1, keepdim=True)
+    assert float((free.copy_attention * ~allowed).sum(-1).max()) > 0.2  # the rule takes real mass away
+    assert bool(allowed[0, 2, 2]) and float(ruled.copy_attention[0, 2, 2]) > 0
+    has_copy = total.squeeze(-1) > 0
+    sums = pointer_sums(model.config)
+    assert_close_up_to_rounding(ruled.copy_attention, torch.where(total > 0, kept / total, 0.0), **sums)
+    assert_close_up_to_rounding(ruled.p_gen, torch.where(has_copy, free.p_gen, 1.0), **sums)
+    expected = dense_pointer_generator_log_probs(vocabulary, ruled.p_gen, ruled.copy_attention, ids)
+    assert_close_up_to_rounding(ruled.logits, expected, **sums)
+
+
+def test_generate_copies_whole_words_at_every_step_with_the_mask_of_its_config(pointer_reversal_model):
+    """The reversal model copies each symbol from the source position after the one it has just written; with half
+    of the symbols called word continuations, those cannot be copied there. Each greedy step's log P is the
+    teacher-forced log P under the same rule (the decoder input of each step reaches the copy), the rule changes the
+    decoding (fewer exact reversals), the generation config's ids decode as the keyword does, and beams decode the
+    same with and without the cache."""
+    model = pointer_reversal_model
+    ids, mask, answers = reversal_batch(seed=6, rows=8)
+    words = list(range(4, 32, 2))
+    continues = torch.zeros(model.config.vocab_size, dtype=torch.bool)
+    continues[words] = True
+    kwargs = dict(attention_mask=mask, max_new_tokens=12, output_logits=True, return_dict_in_generate=True)
+    ruled = model.generate(ids, num_beams=1, word_continuation_ids=words, **kwargs)
+    assert_varied(ruled.sequences)
+    teacher = model(
+        input_ids=ids, attention_mask=mask, decoder_input_ids=ruled.sequences[:, :-1], word_continuation_mask=continues
+    ).logits
+    for step, step_logits in enumerate(ruled.logits):
+        assert_close_up_to_rounding(step_logits, teacher[:, step], **pointer_sums(model.config))
+    free = model.generate(ids, num_beams=1, **kwargs)
+    assert not torch.equal(free.sequences, ruled.sequences)
+    exact = reversal_accuracy(model, ids, mask, answers, num_beams=1)
+    assert reversal_accuracy(model, ids, mask, answers, num_beams=1, word_continuation_ids=words) < exact
+    config = copy.deepcopy(model.generation_config)
+    config.word_continuation_ids = words
+    from_config = model.generate(ids, generation_config=config, num_beams=1, **kwargs)
+    assert torch.equal(from_config.sequences, ruled.sequences)
+    beams = dict(attention_mask=mask, max_new_tokens=12, num_beams=4, word_continuation_ids=words)
+    assert torch.equal(model.generate(ids, **beams), model.generate(ids, use_cache=False, **beams))
+    assert model._word_continuation_mask is None  # generate() leaves no rule behind
+
+
+def test_whole_word_copying_refuses_what_it_cannot_apply_in_one_line(pointer_reversal_model, reversal_model):
+    ids, mask, _ = reversal_batch(seed=6, rows=2)
+    vocab = pointer_reversal_model.config.vocab_size
+    cases = [
+        (lambda: reversal_model.generate(ids, attention_mask=mask, word_continuation_ids=[5]), "copy mechanism"),
+        (lambda: pointer_reversal_model.generate(ids, word_continuation_ids=[5, vocab]), "below the vocabulary size"),
+        (lambda: pointer_reversal_model.generate(ids, word_continuation_ids=5), "a list of vocabulary ids"),
+        (
+            lambda: pointer_reversal_model(
+                input_ids=ids, decoder_input_ids=ids[:, :2], word_continuation_mask=torch.ones(vocab + 1).bool()
+            ),
+            "bool tensor of shape",
+        ),
+        (
+            lambda: pointer_reversal_model(
+                input_ids=ids,
+                decoder_inputs_embeds=torch.zeros(2, 2, pointer_reversal_model.config.d_model),
+                word_continuation_mask=torch.ones(vocab).bool(),
+            ),
+            "pass decoder_input_ids",
+        ),
+        (
+            lambda: reversal_model(
+                input_ids=ids, decoder_input_ids=ids[:, :2], word_continuation_mask=torch.ones(vocab).bool()
+            ),
+            "no copy mechanism",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message) as error:
+            call()
+        assert "\n" not in str(error.value)
 
 
 # --- conversions ----------------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from hf_vanilla.decoding import generate_texts, recorded_input_limit
 from hf_vanilla.evaluation import summarization
 from hf_vanilla.evaluation.rouge import compute_rouge
 from hf_vanilla.hub import build_hub_folder
+from hf_vanilla.tokenization import word_continuation_ids
 from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.host_memory import allocator_chosen_by_user
@@ -313,6 +314,39 @@ def test_a_model_saved_before_the_stutter_rule_decodes_without_it_unless_the_fla
     assert "no span of up to 4 tokens twice in a row" in (summary_run[0] / "README.md").read_text()
 
 
+def test_whole_word_copying_is_in_the_saved_decoding_its_results_and_card_and_can_be_turned_off(
+    corpus, summary_run, tmp_path
+):
+    """The recipe gives a pointer-generator its tokenizer's word continuations (`word_continuation_ids`) in the saved
+    generation config, which a load reads back, and says so in results.json and the card; --no-whole-word-copy
+    takes the rule off a loaded model for its run."""
+    folder, results = summary_run
+    saved = json.loads((folder / "final" / "generation_config.json").read_text())["word_continuation_ids"]
+    assert saved == word_continuation_ids(AutoTokenizer.from_pretrained(folder / "final")) and len(saved) > 50
+    loaded = VanillaTransformerForConditionalGeneration.from_pretrained(folder / "final")
+    assert loaded.generation_config.word_continuation_ids == saved
+    assert results["whole_word_copy"] is True and "whole-word copying" in (folder / "README.md").read_text()
+    assert parse_settings(recipe("summarize").Arguments, ["--no-whole-word-copy"]).whole_word_copy is False
+    args = summarize_args(tmp_path / "off", corpus, init_from=str(folder / "final"), eval_only=True)
+    args.whole_word_copy = False
+    off = recipe("summarize").main(args)
+    assert off["whole_word_copy"] is False and "whole-word copying" not in (tmp_path / "off" / "README.md").read_text()
+
+
+def test_a_tokenizer_that_marks_no_word_start_decodes_without_whole_word_copying_unless_asked(
+    corpus, summary_run, tmp_path, monkeypatch
+):
+    summarize = recipe("summarize")
+    monkeypatch.setattr(summarize, "word_continuation_ids", lambda tokenizer: None)
+    final = str(summary_run[0] / "final")
+    plain = summarize.main(summarize_args(tmp_path / "default", corpus, init_from=final, eval_only=True))
+    assert plain["whole_word_copy"] is False
+    args = summarize_args(tmp_path / "asked", corpus, init_from=final, eval_only=True)
+    args.whole_word_copy = True
+    with pytest.raises(PreflightError, match="^--whole-word-copy: the tokenizer marks no word start"):
+        summarize.main(args)
+
+
 def bad_corpora(folder: Path, files: dict[str, Path]) -> dict[str, tuple[dict, str]]:
     """Each kind of bad input: the recipe's arguments and the start of the one line it must stop with."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -528,6 +562,23 @@ def test_decoding_is_tuned_on_validation_alone_and_each_row_scores_as_its_own_de
     assert all(len(tokenizer(p, add_special_tokens=False)["input_ids"]) >= 5 for p in predictions)  # min 6, subwords
     scores = compute_rouge(predictions, [row["abstract"] for row in dev])
     assert {name: rows[3][name] for name in ROUGE} == {name: round(scores[name], 2) for name in ROUGE}
+
+
+def test_tuning_scores_whole_word_copying_on_and_off_and_names_the_recipes_flag(summary_run, corpus, capsys):
+    """--whole-word-copy off on: a row each, "on" scoring as the run's own decoding (which has the rule), and the
+    best printed as the recipe's flag."""
+    flags = [*tuning_flags(summary_run[0], corpus), "--length-penalty", "1.0"]
+    tune = recipe("tune_summary_decoding")
+    own = tune.main(flags)["rows"][0]
+    capsys.readouterr()
+    record = tune.main([*flags, "--whole-word-copy", "off", "on"])
+    rows = record["rows"]
+    assert [(r["whole_word_copy"], r["length_penalty"]) for r in rows] == [("off", 1.0), ("on", 1.0)]
+    assert {k: rows[1][k] for k in ROUGE} == {k: own[k] for k in ROUGE}
+    chosen = "--whole-word-copy" if record["best"]["whole_word_copy"] == "on" else "--no-whole-word-copy"
+    assert f"({rows[0 if chosen.startswith('--no') else 1]['rouge1']}): {chosen} --length-penalty 1.0" in (
+        capsys.readouterr().out
+    )
 
 
 @pytest.mark.parametrize(

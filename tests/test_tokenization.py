@@ -3,12 +3,13 @@ tokenizers' prefix space and lower case, which make a summary's words copyable; 
 
 from collections import Counter
 
-from transformers import AutoTokenizer
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from hf_vanilla.data.copyable import copyable_tokens
 from hf_vanilla.data.encoding import EncodedPairs
 from hf_vanilla.parsing import linearize, preprocess, read_treebank, tree_words
-from hf_vanilla.tokenization import reads_lowercase, train_shared_bpe
+from hf_vanilla.tokenization import reads_lowercase, train_shared_bpe, word_continuation_ids
 
 
 def test_whole_piece_bpe_keeps_every_bracket_symbol_one_token_and_round_trips(treebank_dir):
@@ -57,10 +58,43 @@ def test_prefix_space_and_lowercase_give_a_word_the_same_tokens_at_the_start_of_
     # Saved in the tokenizer's files: AutoTokenizer (and so the CLI, the app, a Hub load) applies it unasked.
     copyable.save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
-    assert loaded(text)["input_ids"] == copyable(text)["input_ids"] == copyable(" agreement attached, see you")[
-        "input_ids"
-    ]
+    assert (
+        loaded(text)["input_ids"]
+        == copyable(text)["input_ids"]
+        == copyable(" agreement attached, see you")["input_ids"]
+    )
     assert reads_lowercase(loaded)
+
+
+def test_word_continuation_ids_are_every_piece_but_the_first_of_a_word():
+    """Whole-word copying's list for the summarizers' tokenizer: the pieces of a word after its first, and
+    punctuation glued to a word, are continuations; a word's first piece and the special tokens are not; the list is
+    every piece without the word-start marker. SentencePiece's marker is read too; a tokenizer that marks no word
+    start (no prefix space: its first word looks like a continuation) gets None."""
+    tokenizer = summarization_tokenizer(prefix_space=True, lowercase=True)
+    continuing = set(word_continuation_ids(tokenizer))
+    split = 0
+    for word in ("easements", "confidentiality", "agreement", "attached,", "meeting"):
+        ids = tokenizer(word, add_special_tokens=False)["input_ids"]
+        assert ids[0] not in continuing and set(ids[1:]) <= continuing, tokenizer.convert_ids_to_tokens(ids)
+        split += len(ids) > 1
+    assert split >= 3
+    pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    special = set(tokenizer.all_special_ids)
+    assert continuing == {i for i, p in enumerate(pieces) if not p.startswith("\u0120") and i not in special}
+    assert word_continuation_ids(summarization_tokenizer()) is None
+    sentencepiece = Tokenizer(models.BPE(unk_token="<unk>"))
+    sentencepiece.pre_tokenizer = pre_tokenizers.Metaspace()
+    sentencepiece.train_from_iterator(
+        (SUBJECTS + BODIES) * 20, trainers.BpeTrainer(vocab_size=200, special_tokens=["<pad>", "<unk>"])
+    )
+    sentencepiece = PreTrainedTokenizerFast(tokenizer_object=sentencepiece, pad_token="<pad>", unk_token="<unk>")
+    continuing = set(word_continuation_ids(sentencepiece))
+    ids = sentencepiece("the confidentiality agreement", add_special_tokens=False)["input_ids"]
+    assert [i in continuing for i in ids] == [
+        not p.startswith("\u2581") for p in sentencepiece.convert_ids_to_tokens(ids)
+    ]
+    assert any(i in continuing for i in ids) and not {0, 1} & continuing
 
 
 def test_the_copyable_share_counts_summary_tokens_found_in_their_source_without_special_tokens():
