@@ -1253,7 +1253,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         """A `word_continuation_mask` must be one bool a vocabulary id, for a pointer-generator."""
         if self.pointer_generator is None:
             raise ValueError(
-                "word_continuation_mask is whole-word copying, which a pointer-generator does: this "
+                "Whole-word copying (word_continuation_ids, word_continuation_mask) is a pointer-generator's: this "
                 "model has no copy mechanism."
             )
         if mask.dtype != torch.bool or tuple(mask.shape) != (self.config.vocab_size,):
@@ -1263,7 +1263,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             )
 
     def _continuation_mask(self, ids) -> torch.Tensor:
-        """The mask of `word_continuation_ids` (a list of vocabulary ids), checked."""
+        """The mask of `word_continuation_ids` (a list of vocabulary ids), checked as a mask given to forward is."""
         vocab = self.config.vocab_size
         if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise ValueError(f"word_continuation_ids must be a list of vocabulary ids, got {ids!r}")
@@ -1273,6 +1273,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             raise ValueError(f"word_continuation_ids must be ids below the vocabulary size {vocab}, got {wrong[:5]}")
         mask = torch.zeros(vocab, dtype=torch.bool, device=self.device)
         mask[ids] = True
+        self._check_continuation_mask(mask)
         return mask
 
     def _chunked_loss(self, hidden_states: torch.Tensor, labels: torch.Tensor, num_items_in_batch) -> torch.Tensor:
@@ -1350,14 +1351,11 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         offset = kwargs.pop("max_length_offset", getattr(config, "max_length_offset", None))
         asked = kwargs.pop("no_stutter_span_size", None)  # a keyword argument: an error where it cannot apply
         stutter = asked if asked is not None else getattr(config, "no_stutter_span_size", 0)
-        asked_words = kwargs.pop("word_continuation_ids", None)
+        asked_words = kwargs.pop("word_continuation_ids", None)  # a keyword argument: an error where it cannot apply
         continuation = asked_words if asked_words is not None else getattr(config, "word_continuation_ids", None)
-        if asked_words is not None and self.pointer_generator is None:
-            raise ValueError(
-                "word_continuation_ids is whole-word copying, which this model, without the copy "
-                "mechanism, does not do."
-            )
-        mask = self._continuation_mask(continuation) if continuation and self.pointer_generator is not None else None
+        mask = None
+        if asked_words is not None or (continuation and self.pointer_generator is not None):
+            mask = self._continuation_mask(continuation)
         if style not in ("gnmt", "power"):
             raise ValueError(f"length_penalty_style must be 'gnmt' or 'power', got {style!r}.")
         explicit_length = kwargs.get("max_new_tokens") is not None or kwargs.get("max_length") is not None
