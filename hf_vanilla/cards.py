@@ -186,6 +186,7 @@ def render_model_card(
         "best_valid_loss": None,
         "lowercase": False,
         "copyable": None,
+        "lead_baseline": None,
     }
     context = {
         **optional,

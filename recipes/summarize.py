@@ -19,14 +19,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from accelerate.logging import get_logger
+from datasets import DatasetDict
+
 from hf_vanilla.data.summaries import SIDES, as_pairs, hold_out, load_summarization_corpus
 from hf_vanilla.evaluation import Evaluation
 from hf_vanilla.evaluation.rouge import ROUGE_TYPES
-from hf_vanilla.evaluation.summarization import summarize_and_score
+from hf_vanilla.evaluation.summarization import lead_baseline, summarize_and_score
 from hf_vanilla.publishing import finish
 from hf_vanilla.tokenization import BpeOptions, reads_lowercase, word_continuation_ids
 from hf_vanilla.training.arguments import RunSettings, setting
 from hf_vanilla.training.collectives import agreed_failure, error_line
+from hf_vanilla.training.context import RunContext
 from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
@@ -34,6 +38,7 @@ from hf_vanilla.training.run import (
     build_model,
     build_tokenizer,
     check_before_training,
+    first,
     run_recipe,
     start,
     train_and_evaluate,
@@ -42,6 +47,7 @@ from hf_vanilla.training.run import (
 # The demo's corpus: AESLC as its authors publish it, in the shared data beside the repository.
 SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 DEMO_CORPUS = SHARED_DATA / "aeslc" / "enron_subject_line"
+logger = get_logger(__name__)
 
 
 @dataclass
@@ -149,6 +155,7 @@ def main(args: Arguments) -> dict:
                 corpus = as_pairs(corpus)
     suppliers = {"validation": "--validation-file", "test": "--test-file"}
     check_before_training(run, corpus, dataset, "--dataset", suppliers)
+    lead = lead_before_training(run, corpus)
 
     # Tokenizer (trained on the training split, or --init-from's) and model.
     tokenizer = build_tokenizer(
@@ -195,8 +202,32 @@ def main(args: Arguments) -> dict:
         "max_source_tokens": settings.max_source_tokens,
         "max_target_tokens": settings.max_target_tokens,
         **({"held_out": held_out} if held_out else {}),
+        "lead_baseline": lead,
     }
-    return train_and_evaluate(run, corpus, SIDES, validation_rouge, evaluate, extra, finish)
+    results = train_and_evaluate(run, corpus, SIDES, validation_rouge, evaluate, extra, finish)
+    if "rouge1" in results:
+        logger.info(
+            f"ROUGE-1 / 2 / L {results['rouge1']} / {results['rouge2']} / {results['rougeL']} against the lead "
+            f"baseline's {lead['rouge1']} / {lead['rouge2']} / {lead['rougeL']} (the first {lead['k']} words)",
+            main_process_only=True,
+        )
+    return results
+
+
+def lead_before_training(run: RunContext, corpus: DatasetDict) -> dict:
+    """The lead baseline of the evaluation split (`evaluation.summarization.lead_baseline`, k chosen on validation),
+    computed and logged by the main process before the first update: the figure a model of a new corpus has to
+    beat, recorded in results.json and the card ({} on the other processes)."""
+    settings, lead = run.settings, {}
+    with agreed_failure(run.accelerator, PreflightError, catch=(ValueError,), describe=error_line):
+        if run.is_main_process:
+            lead = lead_baseline(corpus["validation"], first(corpus[settings.eval_split], settings.eval_sentences))
+            logger.info(
+                f"Lead baseline ({settings.eval_split}): the first {lead['k']} words of each document (k chosen on "
+                f"validation from {lead['ks'][0]}-{lead['ks'][1]}: ROUGE-1 {lead['validation_rouge1']}) score "
+                f"ROUGE-1 / 2 / L {lead['rouge1']} / {lead['rouge2']} / {lead['rougeL']}: the baseline to beat"
+            )
+    return lead
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from summarize import DEMO_CORPUS
 
 from hf_vanilla.data.summaries import load_summarization_corpus
 from hf_vanilla.decoding import ModelLoadError, input_limit, load_for_decoding
-from hf_vanilla.evaluation.summarization import tune_decoding
+from hf_vanilla.evaluation.summarization import lead_baseline, tune_decoding
 from hf_vanilla.flag_bounds import bound_problem, bound_problems
 from hf_vanilla.tokenization import word_continuation_ids
 from hf_vanilla.training.collectives import error_line
@@ -138,6 +138,9 @@ def main(argv: list[str] | None = None) -> dict:
         for name, value in best.items()
     )
     print(f"best on {len(items):,} validation items by {args.choose_by} ({chosen[args.choose_by]}): {flags}")
+    lead = lead_baseline(items, items)  # k chosen on these items too, as the decoding is
+    shown = " / ".join(str(lead[name]) for name in SHOWN)
+    print(f"the lead baseline on them: the first {lead['k']} words, ROUGE-1 / 2 / L / Lsum {shown}")
     record = {
         "model": args.model,
         "dataset": args.dataset,
@@ -146,6 +149,7 @@ def main(argv: list[str] | None = None) -> dict:
         "choose_by": args.choose_by,
         "best": best,
         "rows": rows,
+        "lead_baseline": lead,
         "command": " ".join(sys.argv),
     }
     if args.json:

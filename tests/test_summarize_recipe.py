@@ -4,6 +4,7 @@ both ways, warm starts that would change it refused, bad input stopped before th
 2-process launch."""
 
 import json
+import logging
 import os
 import platform
 import random
@@ -157,6 +158,28 @@ def test_the_copyable_share_of_each_split_is_recounted_with_the_runs_tokenizer(s
         }, split
     assert results["copyable"]["train"]["first_token_in_source"] == 100.0
     assert results["lowercase"] is True
+
+
+def test_the_lead_baseline_is_chosen_on_validation_and_scored_as_the_model_is(summary_run, corpus):
+    """results.json's `lead_baseline`: k the best of 1-30 words by ROUGE-1 on the dev file (the smallest on a tie),
+    then the test file's first k words scored as the model's summaries are; recomputed here with `compute_rouge`.
+    The summaries are their documents' first 2-9 words, so neither the shortest nor the longest lead wins."""
+    folder, results = summary_run
+    dev, test = read_jsonl(corpus["dev"]), read_jsonl(corpus["test"])
+
+    def lead_scores(rows: list[dict], k: int) -> dict:
+        firsts = [" ".join(row["document"].split()[:k]) for row in rows]
+        return compute_rouge(firsts, [row["abstract"] for row in rows])
+
+    on_dev = {k: lead_scores(dev, k)["rouge1"] for k in range(1, 31)}
+    k = min(k for k, score in on_dev.items() if score == max(on_dev.values()))
+    expected = {name: round(value, 2) for name, value in lead_scores(test, k).items()}
+    lead = results["lead_baseline"]
+    assert (lead["k"], lead["ks"], lead["eval_items"]) == (k, [1, 30], len(test)) and 1 < k < 30
+    assert lead["validation_rouge1"] == round(on_dev[k], 2)
+    assert {name: lead[name] for name in ROUGE} == expected
+    card = ModelCard.load(folder / "README.md").text
+    assert f"| lead baseline: the first {k} words | " in card and f"| {lead['rouge1']} | {lead['rouge2']} |" in card
 
 
 def test_one_file_alone_runs_with_its_own_held_out_rows_recorded(corpus, tmp_path):
@@ -485,12 +508,13 @@ def test_push_to_hub_without_a_token_stops_before_training(corpus, tmp_path, mon
     assert not (tmp_path / "run" / "train_log.jsonl").exists()
 
 
-def test_on_the_aeslc_folder_every_reference_is_scored_and_the_card_carries_its_licence(tmp_path):
+def test_on_the_aeslc_folder_every_reference_is_scored_and_the_card_carries_its_licence(tmp_path, caplog):
     require(AESLC)
     args = recipe("summarize").Arguments(
         preset="tiny", output_dir=str(tmp_path / "run"), max_steps=2, eval_every=0, eval_sentences=12
     )
-    results = recipe("summarize").main(args)
+    with caplog.at_level(logging.INFO):
+        results = recipe("summarize").main(args)
     assert results["dataset"] == str(AESLC)  # the demo corpus is the tiny preset's default
     predictions = read_jsonl(tmp_path / "run" / "predictions.jsonl")
     test_files = sorted((AESLC / "test").glob("*.subject"))[:12]
@@ -503,7 +527,18 @@ def test_on_the_aeslc_folder_every_reference_is_scored_and_the_card_carries_its_
     for name in ROUGE:
         assert results[f"{name}_multi_reference"] == round(multi[name], 2)
         assert results[name] == round(single[name], 2) <= results[f"{name}_multi_reference"]
+    # The lead baseline of the same 12 e-mails, k chosen on the whole dev split (14 words), against each reference.
+    lead = results["lead_baseline"]
+    firsts = [" ".join(p["source"].split()[: lead["k"]]) for p in predictions]
+    assert lead["k"] == 14 and lead["validation_rouge1"] == 15.9 and lead["eval_items"] == 12
+    for name, value in compute_rouge(firsts, references).items():
+        assert lead[f"{name}_multi_reference"] == round(value, 2), name
+    messages = [record.getMessage() for record in caplog.records]
+    announced = next(i for i, m in enumerate(messages) if "Lead baseline (test): the first 14 words" in m)
+    assert announced < next(i for i, m in enumerate(messages) if "Length filter" in m)  # before training
+    assert f"against the lead baseline's {lead['rouge1']} / {lead['rouge2']}" in messages[-1]
     card = ModelCard.load(tmp_path / "run" / "README.md")
+    assert "| lead baseline, every reference | aeslc (test) | 12 |" in card.text
     assert card.data.license == "cc-by-nc-sa-4.0" and "rouge1_multi_reference" in expected_metrics(results)
     assert "Zhang & Tetreault, ACL 2019, *This Email Could Save Your Life" in card.text
     assert "inherits those terms" in card.text and "non-commercial and share-alike" in card.text
@@ -562,6 +597,12 @@ def test_decoding_is_tuned_on_validation_alone_and_each_row_scores_as_its_own_de
     assert all(len(tokenizer(p, add_special_tokens=False)["input_ids"]) >= 5 for p in predictions)  # min 6, subwords
     scores = compute_rouge(predictions, [row["abstract"] for row in dev])
     assert {name: rows[3][name] for name in ROUGE} == {name: round(scores[name], 2) for name in ROUGE}
+    # Beside the rows, the lead baseline of the same dev items, its k chosen there too.
+    lead = record["lead_baseline"]
+    firsts = [" ".join(row["document"].split()[: lead["k"]]) for row in dev]
+    scores = compute_rouge(firsts, [row["abstract"] for row in dev])
+    assert {name: lead[name] for name in ROUGE} == {name: round(scores[name], 2) for name in ROUGE}
+    assert lead["validation_rouge1"] == lead["rouge1"] and lead["eval_items"] == 12
 
 
 def test_tuning_scores_whole_word_copying_on_and_off_and_names_the_recipes_flag(summary_run, corpus, capsys):
@@ -576,9 +617,10 @@ def test_tuning_scores_whole_word_copying_on_and_off_and_names_the_recipes_flag(
     assert [(r["whole_word_copy"], r["length_penalty"]) for r in rows] == [("off", 1.0), ("on", 1.0)]
     assert {k: rows[1][k] for k in ROUGE} == {k: own[k] for k in ROUGE}
     chosen = "--whole-word-copy" if record["best"]["whole_word_copy"] == "on" else "--no-whole-word-copy"
-    assert f"({rows[0 if chosen.startswith('--no') else 1]['rouge1']}): {chosen} --length-penalty 1.0" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert f"({rows[0 if chosen.startswith('--no') else 1]['rouge1']}): {chosen} --length-penalty 1.0" in out
+    lead = record["lead_baseline"]
+    assert f"the lead baseline on them: the first {lead['k']} words, ROUGE-1 / 2 / L / Lsum {lead['rouge1']} / " in out
 
 
 @pytest.mark.parametrize(

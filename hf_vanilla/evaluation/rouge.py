@@ -2,11 +2,12 @@
 lead baseline of summarization (the first k words of the document)."""
 
 import functools
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from nltk.tokenize.punkt import PunktSentenceTokenizer
-from rouge_score import rouge_scorer
+from rouge_score import rouge_scorer, scoring, tokenizers
 from tqdm.auto import tqdm
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
@@ -98,15 +99,42 @@ def lead(text: str, k: int) -> str:
 
 
 def choose_lead_k(
-    texts: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], ks: Sequence[int] = range(1, 21)
+    texts: Sequence[str],
+    references: Sequence[str] | Sequence[Sequence[str]],
+    ks: Sequence[int] = range(1, 21),
+    progress: bool = True,
 ) -> tuple[int, dict[int, float]]:
     """The k of `ks` whose lead baseline scores the best ROUGE-1 F1 against `references` (the smallest such k on a
-    tie; choose it on validation, never on test), and every k's ROUGE-1."""
-    if not ks:
-        raise ValueError("choose_lead_k needs at least one k")
-    scores = {
-        k: rouge_scores([lead(text, k) for text in texts], list(references), rouge_types=["rouge1"])["rouge1"]
-        for k in tqdm(ks, desc="lead-k baseline")
-    }
+    tie; choose it on validation, never on test), and every k's ROUGE-1, each equal to `rouge_scores` of
+    `lead(text, k)` (an item with several references scores its best one). Every k is scored in one pass: the
+    tokens of `lead(text, k)` are those of its first k words, each tokenized alone (`rouge_score`'s tokenizer splits
+    at every space and lower-cases), so the overlap with a reference grows word by word."""
+    ks = sorted(set(ks))
+    if not ks or ks[0] < 1:
+        raise ValueError(f"choose_lead_k needs ks of at least 1 word, got {ks}")
+    if len(texts) != len(references):
+        raise ValueError(f"{len(texts)} texts but {len(references)} references.")
+    tokenizer = tokenizers.DefaultTokenizer(use_stemmer=True)
+    totals = dict.fromkeys(ks, 0.0)
+    for text, item_references in tqdm(
+        zip(texts, references), total=len(texts), desc="lead-k baseline", disable=not progress
+    ):
+        item_references = [item_references] if isinstance(item_references, str) else list(item_references)
+        if not item_references:
+            raise ValueError("an item has no reference")
+        targets = [Counter(tokenizer.tokenize(reference)) for reference in item_references]
+        written, overlaps, length = Counter(), [0] * len(targets), 0
+        words = iter(text.split())
+        for count in range(1, ks[-1] + 1):
+            for token in tokenizer.tokenize(next(words, "")):
+                written[token] += 1
+                length += 1
+                overlaps = [o + (written[token] <= t[token]) for o, t in zip(overlaps, targets)]
+            if count in totals:  # rouge_score's F1 (`_score_ngrams`), the best reference's
+                totals[count] += max(
+                    scoring.fmeasure(o / max(length, 1), o / max(sum(t.values()), 1))
+                    for o, t in zip(overlaps, targets)
+                )
+    scores = {k: 100.0 * total / max(len(texts), 1) for k, total in totals.items()}
     best = max(scores.values())
     return min(k for k, score in scores.items() if score == best), scores

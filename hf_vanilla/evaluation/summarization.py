@@ -1,13 +1,26 @@
 """Summarizing a held-out set with the model's decoding and scoring it with ROUGE F1 (`evaluation.rouge`)."""
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
 from ..decoding import check_length_bounds, generate_texts
 from .result import Evaluation
-from .rouge import MULTI_REFERENCE_RULE, ROUGE_TYPES, figure_names, rouge_scores  # noqa: F401  (re-exported)
+from .rouge import (  # noqa: F401  (MULTI_REFERENCE_RULE and ROUGE_TYPES re-exported)
+    MULTI_REFERENCE_RULE,
+    ROUGE_TYPES,
+    choose_lead_k,
+    figure_names,
+    lead,
+    rouge_scores,
+)
+
+# The lead baseline's candidate lengths: 1 word to this many, or to this many times the validation summaries' mean
+# length where that is longer (AESLC: 14 words best on dev, its subjects 4 words long; CNN/DailyMail's lead-3 is
+# about 80 words, its summaries about 55).
+LEAD_WORDS, LEAD_TIMES_SUMMARY = 30, 4
 
 
 def summarize_and_score(
@@ -29,13 +42,40 @@ def summarize_and_score(
     predictions = generate_texts(
         model, tokenizer, texts, progress=progress, max_source_tokens=max_source_tokens, **generate_kwargs
     )
+    return Evaluation.of(score_summaries(predictions, references), texts, [r[0] for r in references], predictions)
+
+
+def score_summaries(predictions: list[str], references: list[list[str]]) -> dict:
+    """`summarize_and_score`'s figures of `predictions` against `references` (every reference of each item)."""
     names = figure_names(references)
     scores = rouge_scores(predictions, [r[0] for r in references])
     if len(names) > len(scores):  # some item has several references: each item's best one too
         scores |= {f"{t}_multi_reference": v for t, v in rouge_scores(predictions, references).items()}
     figures = {name: round(scores[name], 2) for name in names}
-    figures["eval_items"] = len(texts)
-    return Evaluation.of(figures, texts, [r[0] for r in references], predictions)
+    figures["eval_items"] = len(predictions)
+    return figures
+
+
+def lead_baseline(
+    validation: Mapping[str, Sequence], evaluation: Mapping[str, Sequence], ks: Sequence[int] | None = None
+) -> dict:
+    """The lead baseline, the first k words of each document, the simplest a summarizer must beat: k chosen among
+    `ks` (default: `LEAD_WORDS`, `LEAD_TIMES_SUMMARY`) on `validation` (ROUGE-1 F1 against the first reference,
+    `choose_lead_k`), then `evaluation` scored as `summarize_and_score` scores a model. Both splits as
+    `data.summaries` loads them ("text", "references"). Returns `k`, the range of `ks`, `validation_rouge1` and the
+    figures."""
+    firsts = [r[0] for r in validation["references"]]
+    if ks is None:
+        mean = sum(len(summary.split()) for summary in firsts) / max(len(firsts), 1)
+        ks = range(1, max(LEAD_WORDS, math.ceil(LEAD_TIMES_SUMMARY * mean)) + 1)
+    k, scores = choose_lead_k(validation["text"], firsts, ks)
+    predictions = [lead(text, k) for text in evaluation["text"]]
+    return {
+        "k": k,
+        "ks": [min(ks), max(ks)],
+        "validation_rouge1": round(scores[k], 2),
+        **score_summaries(predictions, list(evaluation["references"])),
+    }
 
 
 def tune_decoding(

@@ -182,3 +182,59 @@ def test_choose_lead_k_picks_the_k_with_the_best_rouge_1():
     best, scores = choose_lead_k(texts, references, ks=[1, 2, 3, 4, 6])
     assert best == 3 and scores[3] == 100.0 and set(scores) == {1, 2, 3, 4, 6}
     assert scores[2] == pytest.approx(80.0) and scores[4] == pytest.approx(600 / 7)
+
+
+# Documents whose words rouge_score's tokenizer splits further or drops (hyphens, punctuation alone, e-mail addresses,
+# accents, numbers), one empty, one shorter than most k, one with a word twice: the lead-k scores must still be those
+# of `rouge_scores` on `lead(text, k)`.
+LEAD_TEXTS = [
+    "Re: re-start of the CA-ISO meeting -- moved to 3pm (room EB-3267) ...",
+    "",
+    "short note",
+    "Café déjà vu: the the cat sat, sat on the mat; mat mat!",
+    "Please see john.doe@enron.com 's e-mail of 10/23/2001 about the 3,000 MW deal.",
+]
+LEAD_REFERENCES = [
+    ["CA-ISO meeting moved", "restart meeting"],
+    ["anything"],
+    ["short"],
+    ["the cat sat on the mat", "cafe"],
+    ["3,000 MW deal e-mail", ""],
+]
+
+
+@pytest.mark.parametrize("several", [False, True])
+def test_every_lead_k_scores_as_rouge_score_does_on_the_first_k_words(several):
+    references = LEAD_REFERENCES if several else [r[0] for r in LEAD_REFERENCES]
+    ks = [1, 2, 3, 5, 8, 13, 40]
+    best, scores = choose_lead_k(LEAD_TEXTS, references, ks, progress=False)
+    expected = {k: rouge_scores([lead(t, k) for t in LEAD_TEXTS], references, ["rouge1"])["rouge1"] for k in ks}
+    assert set(scores) == set(ks)
+    for k in ks:
+        assert abs(scores[k] - expected[k]) <= tolerance(len(LEAD_TEXTS)), k
+    assert best == min(k for k in ks if expected[k] == max(expected.values()))
+    assert len(set(expected.values())) > 3  # the k's differ
+
+
+def test_lead_k_on_real_e_mails_equals_rouge_score_for_every_k():
+    dev = load_summarization_corpus(str(require(AESLC)))["validation"].select(range(200))
+    for references in (dev["summary"], dev["references"]):
+        best, scores = choose_lead_k(dev["text"], references, range(1, 31), progress=False)
+        for k in (1, 2, 7, best, 30):
+            slow = rouge_scores([lead(text, k) for text in dev["text"]], references, ["rouge1"])["rouge1"]
+            assert abs(scores[k] - slow) <= tolerance(len(dev)), k
+        assert 1 < best < 30
+
+
+@pytest.mark.parametrize(
+    "texts, references, ks, message",
+    [
+        (["a b"], [["a"]], [], "at least 1 word"),
+        (["a b"], [["a"]], [0, 2], "at least 1 word"),
+        (["a b", "c"], [["a"]], [1], "2 texts but 1 references"),
+        (["a b"], [[]], [1], "an item has no reference"),
+    ],
+)
+def test_choose_lead_k_refuses_what_it_cannot_score(texts, references, ks, message):
+    with pytest.raises(ValueError, match=message):
+        choose_lead_k(texts, references, ks, progress=False)
