@@ -1,4 +1,4 @@
-"""The lead baseline of a summarization corpus (`evaluation.summarization.lead_baseline`): k chosen on validation
+"""`evaluation.summarization`'s lead baseline of a summarization corpus (`lead_baseline`): k chosen on validation
 only, among lengths that reach past long summaries, and the evaluation split scored as a model's summaries are."""
 
 import random
