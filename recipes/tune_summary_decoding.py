@@ -139,7 +139,10 @@ def main(argv: list[str] | None = None) -> dict:
     )
     print(f"best on {len(items):,} validation items by {args.choose_by} ({chosen[args.choose_by]}): {flags}")
     lead = lead_baseline(items, items)  # k chosen on these items too, as the decoding is
-    shown = " / ".join(str(lead[name]) for name in SHOWN)
+    every = [f"{name}_multi_reference" for name in SHOWN if f"{name}_multi_reference" in lead]
+    shown = " / ".join(str(lead[name]) for name in SHOWN) + (
+        "; every reference " + " / ".join(str(lead[name]) for name in every) if every else ""
+    )
     print(f"the lead baseline on them: the first {lead['k']} words, ROUGE-1 / 2 / L / Lsum {shown}")
     record = {
         "model": args.model,

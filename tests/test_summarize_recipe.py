@@ -623,6 +623,19 @@ def test_tuning_scores_whole_word_copying_on_and_off_and_names_the_recipes_flag(
     assert f"the lead baseline on them: the first {lead['k']} words, ROUGE-1 / 2 / L / Lsum {lead['rouge1']} / " in out
 
 
+def test_tuning_on_aeslc_prints_the_lead_baseline_against_every_reference_too(summary_run, capsys):
+    require(AESLC)
+    items = ["--max-items", "6", "--length-penalty", "1.0"]
+    record = recipe("tune_summary_decoding").main(["--model", str(summary_run[0] / "final"), *items])
+    lead = record["lead_baseline"]
+    assert record["dataset"] == str(AESLC) and lead["eval_items"] == 6
+    first = " / ".join(str(lead[name]) for name in ROUGE)
+    every = " / ".join(str(lead[f"{name}_multi_reference"]) for name in ROUGE)
+    line = f"the lead baseline on them: the first {lead['k']} words, ROUGE-1 / 2 / L / Lsum {first}; every reference"
+    assert f"{line} {every}\n" in capsys.readouterr().out
+    assert lead["rouge1_multi_reference"] >= lead["rouge1"]
+
+
 @pytest.mark.parametrize(
     "grid, message",
     [
