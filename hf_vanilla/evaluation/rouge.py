@@ -123,6 +123,7 @@ def choose_lead_k(
         if not item_references:
             raise ValueError("an item has no reference")
         targets = [Counter(tokenizer.tokenize(reference)) for reference in item_references]
+        target_lengths = [max(sum(target.values()), 1) for target in targets]
         written, overlaps, length = Counter(), [0] * len(targets), 0
         words = iter(text.split())
         for count in range(1, ks[-1] + 1):
@@ -132,8 +133,8 @@ def choose_lead_k(
                 overlaps = [o + (written[token] <= t[token]) for o, t in zip(overlaps, targets)]
             if count in totals:  # rouge_score's F1 (`_score_ngrams`), the best reference's
                 totals[count] += max(
-                    scoring.fmeasure(o / max(length, 1), o / max(sum(t.values()), 1))
-                    for o, t in zip(overlaps, targets)
+                    scoring.fmeasure(o / max(length, 1), o / target_length)
+                    for o, target_length in zip(overlaps, target_lengths)
                 )
     scores = {k: 100.0 * total / max(len(texts), 1) for k, total in totals.items()}
     best = max(scores.values())
