@@ -2,11 +2,13 @@
 with SIGKILL at random moments — before the first update, during an update, while a checkpoint is being saved,
 while checkpoints are averaged — and resumed with --resume until they finish; the final weights are then
 bit-identical to those of a run never interrupted, for 1 process and for 2 gloo processes. SIGTERM and SIGINT save a
-checkpoint at the next update and exit cleanly."""
+checkpoint at the next update and exit cleanly; in the other phases (before training, the final decoding) they end
+the run in one line, nothing partial written, under the README's launch command."""
 
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -52,7 +54,10 @@ def launch(output_dir: Path, processes: int | str, resume: bool) -> subprocess.P
 def kill(process: subprocess.Popen, output_dir: Path) -> None:
     """SIGKILL to the launcher's process group and to every process started for `output_dir` (torchrun's workers
     live in process groups of their own)."""
-    os.killpg(process.pid, signal.SIGKILL)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the group has ended
+        pass
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             if str(output_dir).encode() in cmdline.read_bytes():
@@ -76,7 +81,7 @@ MOMENTS = {
     "before the first update": lambda: lambda out: (out / "tokenizer").exists() and not logged_updates(out),
     "during an update": lambda: (lambda after: lambda out: logged_updates(out) >= after)(random.randint(1, 11)),
     "while a checkpoint is saved": lambda: lambda out: any(out.glob(".tmp-checkpoint-*")),
-    "while checkpoints are averaged": lambda: lambda out: (out / "final").exists(),
+    "while checkpoints are averaged": lambda: lambda out: (out / ".tmp-final").exists() or (out / "final").exists(),
 }
 
 
@@ -222,3 +227,112 @@ def test_a_stop_signal_to_the_launcher_alone_reaches_every_training_process(proc
     (checkpoint,) = output_dir.glob("checkpoint-*")
     step = json.loads((checkpoint / "trainer_state.json").read_text())["step"]
     assert 2 <= step < 100000 and "SIGTERM received: stopped after update" in output_of(output_dir)
+
+
+# The README's launch commands: `--quiet` leaves a failed process's one line without the launcher's traceback.
+QUIET_LAUNCHERS = {
+    1: ["accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1"],
+    2: ["accelerate", "launch", "--quiet", "--multi_gpu", "--num_processes", "2"],
+}
+
+
+def signalled_when(output_dir: Path, processes: int, ready, stop: signal.Signals, flags=()) -> tuple[int, str]:
+    """The recipe under the README's launcher, sent `stop` once `ready(its output)` holds: to its training process
+    alone with one process (the launcher's own reaction to Ctrl-C is Accelerate's, docs/guarantees.md), to the
+    launcher's process group with two (torchrun forwards it to its workers, which live in sessions of their own).
+    Returns the launcher's exit status and the output written after the signal."""
+    command = [*QUIET_LAUNCHERS[processes], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), *flags]
+    log = output_dir.parent / f"{output_dir.name}.log"
+    with log.open("w") as handle:
+        launcher = subprocess.Popen(command, stdout=handle, stderr=handle, env=environment(), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not ready(log.read_text()) and launcher.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert launcher.poll() is None, f"the run ended before the moment\n{log.read_text()[-3000:]}"
+        sent_at = len(log.read_text())
+        if processes == 1:
+            for pid in processes_of(output_dir):
+                if pid != launcher.pid:
+                    try:
+                        os.kill(pid, stop)
+                    except ProcessLookupError:  # a short-lived helper process, gone meanwhile
+                        pass
+        else:
+            os.killpg(launcher.pid, stop)
+        launcher.wait(timeout=120)
+    finally:
+        kill(launcher, output_dir)
+    return launcher.returncode, log.read_text()[sent_at:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_signal_during_the_final_decoding_writes_no_results_and_resume_finishes(processes, tmp_path):
+    output_dir = tmp_path / "run"
+    flags = ["--max-steps", "4", "--save-every", "2", "--eval-sentences", "50", "--num-beams", "4"]
+    status, after = signalled_when(output_dir, processes, lambda text: "decoding:" in text, signal.SIGINT, flags)
+    lines = [line for line in after.splitlines() if "SIGINT received" in line]
+    assert lines == ["wmt_ende: SIGINT received: stopped during the final evaluation, no results written; run the "
+                     "same command with --resume to average (if due) and evaluate the trained model"], after
+    assert status != 0
+    if processes == 1:
+        assert "Traceback" not in after, after  # the training process's line, and the quiet launcher's nothing
+    else:  # no process failed on a collective another left: the only traceback is torchrun's for its signal
+        assert "[rank" not in after and after.count("Traceback") == 1 and "SignalException" in after, after
+    assert not (output_dir / "results.json").exists() and not (output_dir / "samples.jsonl").exists()
+    assert (output_dir / "final" / "model.safetensors").is_file()
+    finished = subprocess.run(
+        [*QUIET_LAUNCHERS[processes], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), *flags, "--resume"],
+        capture_output=True, text=True, env=environment(),
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert json.loads((output_dir / "results.json").read_text())["steps"] == 4
+
+
+@pytest.mark.slow
+def test_a_signal_before_training_ends_in_one_line_and_the_same_command_runs_again(tmp_path):
+    output_dir = tmp_path / "run"
+    status, after = signalled_when(output_dir, 1, lambda text: "Moses detokenization" in text, signal.SIGTERM)
+    assert status == 1 and "Traceback" not in after, after
+    assert "wmt_ende: SIGTERM received: stopped before training, nothing to resume yet: run the same command " \
+        "again" in after
+    from hf_vanilla.training.run_folder import check_run_folder
+
+    check_run_folder(output_dir, resume=False, overwrite=False)  # not refused as another run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--preset", "dmo"], "wmt_ende: --preset must be one of"),
+        (["--max-stps", "3"], "error: unrecognized arguments: --max-stps 3 (did you mean --max-steps?)"),
+        (["--vocab-size", "1200"], "holds a tokenizer trained for other data"),  # the first run's tokenizer, another vocabulary
+    ],
+)
+def test_a_recipe_error_under_the_readme_launcher_ends_in_at_most_three_lines(flags, message, tmp_path):
+    output_dir = tmp_path / "run"
+    if "--vocab-size" in flags:
+        first = subprocess.run(
+            [*QUIET_LAUNCHERS[1], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), "--max-steps", "1",
+             "--save-every", "1", "--eval-sentences", "1", "--num-beams", "1"],
+            capture_output=True, text=True, env=environment(),
+        )
+        assert first.returncode == 0, first.stderr[-2000:]
+        flags = [*flags, "--resume"]
+    failed = subprocess.run(
+        [*QUIET_LAUNCHERS[1], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), *flags],
+        capture_output=True, text=True, env=environment(),
+    )
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+    ending = error_ending(failed.stderr)
+    assert len(ending) <= 3 and message in ending[-1], ending
+
+
+def error_ending(stderr: str) -> list[str]:
+    """The lines after the last progress bar, log line or Accelerate's notice of the launch settings it defaulted."""
+    lines = [line for line in re.split(r"[\r\n]", stderr) if line.strip()]
+    chatter = re.compile(r"%\||^\d\d:\d\d:\d\d (INFO|WARNING) |^The following values were not passed|^\t|^To avoid")
+    last = max((index for index, line in enumerate(lines) if chatter.search(line)), default=-1)
+    return lines[last + 1 :]

@@ -133,7 +133,7 @@ def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run
 
 
 def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_preset():
-    from hf_vanilla.training.arguments import peak_learning_rate, resolve
+    from hf_vanilla.training.arguments import resolve
     from hf_vanilla.training.presets import WMT_PRESETS
 
     for name in ("wmt_ende", "ptb_parse"):
@@ -174,11 +174,14 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
                 "100",
                 "--max-length-ratio",
                 "2",
+                *("--d-model", "96", "--encoder-layers", "3", "--decoder-layers", "1"),
+                *("--num-attention-heads", "8", "--d-ff", "200", "--adam-betas", "(0.9, 0.997)", "--adam-eps", "1e-8"),
             ]
         )
         settings = resolve(args, WMT_PRESETS)
         assert (settings.vocab_size, settings.lr_scale, settings.warmup_steps, settings.update_freq) == (500, 2, 10, 2)
         assert settings.model_overrides == {
+            **dict(d_model=96, encoder_layers=3, decoder_layers=1, num_attention_heads=8, d_ff=200),
             "dropout": 0.2,
             "attention_dropout": 0.1,
             "label_smoothing": 0.2,
@@ -187,6 +190,7 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
         assert settings.decoding == {"num_beams": 2, "length_penalty": 1.0, "max_length_offset": 7}
         assert (settings.save_every, settings.average_last, settings.keep_last, settings.eval_every) == (3, 2, 2, 5)
         assert (settings.max_length, settings.max_length_ratio) == (100, 2)
+        assert (settings.betas, settings.adam_eps) == ((0.9, 0.997), 1e-8)
     defaults = resolve(recipe("wmt_ende").Arguments(preset="base"), WMT_PRESETS)
     assert (defaults.vocab_size, defaults.warmup_steps, defaults.lr_scale, defaults.average_last) == (
         37000,
@@ -195,8 +199,7 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
         5,
     )
     assert (defaults.max_length, defaults.max_length_ratio, defaults.eval_every) == (250, 1.5, 1000)
-    peak = resolve(recipe("wmt_ende").Arguments(preset="base", learning_rate=1e-3), WMT_PRESETS)
-    assert peak_learning_rate(512, 4000, peak.lr_scale) == pytest.approx(1e-3)
+    assert (defaults.betas, defaults.adam_eps) == ((0.9, 0.98), 1e-9)  # section 5.3
     with pytest.raises(ValueError, match="--lr-scale or --learning-rate"):
         resolve(recipe("wmt_ende").Arguments(preset="base", lr_scale=1, learning_rate=1e-3), WMT_PRESETS)
     with pytest.raises(ValueError, match="--keep-last 3 keeps fewer checkpoints than --average-last 5"):
@@ -526,3 +529,32 @@ def test_cpu_launcher_that_starts_one_process_says_so(wmt_sample, tmp_path):
     results, output = _launch(tmp_path, "cpu", ["--cpu", "--num_processes", "2"], wmt_sample)
     assert results["num_processes"] == 1
     assert "Running ONE process" in output and "--multi_gpu --num_processes N" in output
+
+
+def test_architecture_and_sample_flags_shape_the_new_model_and_the_learning_rate_follows_the_real_width(
+    tmp_path, caplog
+):
+    """fairseq's size flags (--encoder-layers, --d-model, ...) build the run's model, --max-train-samples keeps the
+    first N training pairs, --adam-betas / --adam-eps reach Adam; under --init-from the size flags are refused and
+    --learning-rate is converted with the loaded model's d_model (32), not the preset's (128)."""
+    from hf_vanilla.training.preflight import PreflightError
+    from hf_vanilla.training.schedule import peak_learning_rate
+
+    size = dict(d_model=32, encoder_layers=1, decoder_layers=3, num_attention_heads=2, d_ff=48)
+    flags = dict(preset="tiny", max_steps=2, max_train_samples=50, adam_betas="0.8,0.9", adam_eps=1e-6)
+    with caplog.at_level("INFO"):
+        results = recipe("wmt_ende").main(wmt_args(tmp_path / "sized", **size, **flags))
+    config = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "sized" / "final").config
+    assert {name: getattr(config, name) for name in size} == size
+    assert "training on the first 50 of" in caplog.text
+    optimizer = json.loads((tmp_path / "sized" / "checkpoint-00000002" / "optimizer.json").read_text())
+    assert optimizer["param_groups"][0]["betas"] == [0.8, 0.9] and optimizer["param_groups"][0]["eps"] == 1e-6
+    assert results["training_preset"]["max_train_samples"] == 50
+
+    initial = str(tmp_path / "sized" / "final")
+    with pytest.raises(PreflightError, match="--d-model, --d-ff shape a new model: --init-from's model keeps its own"):
+        recipe("wmt_ende").main(wmt_args(tmp_path / "refused", init_from=initial, d_model=64, d_ff=64))
+    warm = recipe("wmt_ende").main(wmt_args(tmp_path / "warm", init_from=initial, learning_rate=1e-3))
+    scale = warm["training_preset"]["lr_scale"]  # the demo preset (d_model 128) over a model of width 32
+    assert peak_learning_rate(32, warm["training_preset"]["warmup_steps"], scale) == pytest.approx(1e-3)
+    assert peak_learning_rate(128, warm["training_preset"]["warmup_steps"], scale) != pytest.approx(1e-3)

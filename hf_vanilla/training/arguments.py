@@ -6,7 +6,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
-from ..configuration_vanilla import VanillaTransformerConfig
 from ..flag_bounds import bound_problems
 from .host_memory import HOST_MALLOC_CHOICES
 from .preflight import PreflightError
@@ -30,11 +29,18 @@ class RunSettings:
 
     # The fields that, when set, override the model's configuration field of the same name, or its generation
     # config's; and the smallest value of some fields. A recipe's subclass extends them with its own fields.
-    MODEL_CONFIG: ClassVar[tuple[str, ...]] = ("dropout", "attention_dropout", "label_smoothing", "loss_chunk_tokens")
+    MODEL_CONFIG: ClassVar[tuple[str, ...]] = (
+        *("d_model", "encoder_layers", "decoder_layers", "num_attention_heads", "d_ff"),
+        *("dropout", "attention_dropout", "label_smoothing", "loss_chunk_tokens"),
+    )
+    # The model configuration fields that decide the model's shape: a new model's alone (refused with --init-from).
+    ARCHITECTURE: ClassVar[tuple[str, ...]] = MODEL_CONFIG[:5]
     GENERATION_CONFIG: ClassVar[tuple[str, ...]] = ("num_beams", "length_penalty", "max_length_offset")
     AT_LEAST: ClassVar[dict[str, int]] = {
         **dict.fromkeys(("max_steps", "max_tokens", "update_freq", "vocab_size", "warmup_steps", "num_beams"), 1),
         **dict.fromkeys(("save_every", "keep_last", "average_last", "log_every", "max_length"), 1),
+        **dict.fromkeys(("max_train_samples", "d_model", "encoder_layers", "decoder_layers"), 1),
+        **dict.fromkeys(("num_attention_heads", "d_ff"), 1),
         **dict.fromkeys(("eval_every", "eval_metric_sentences", "max_length_offset", "loss_chunk_tokens"), 0),
         "patience": 0,
     }
@@ -76,18 +82,31 @@ class RunSettings:
         "reuse",
     )
     report_to: str | None = setting("An Accelerate tracker, e.g. tensorboard.")
-    resume: bool = setting("Continue from the newest complete checkpoint.", False)
+    resume: bool = setting("Continue the output folder's run from its newest complete checkpoint.", False)
+    overwrite_output_dir: bool = setting(
+        "Remove the run that the output folder holds (its checkpoints, logs, results and models) before starting; "
+        "without it (or --resume), a folder holding another run is refused.",
+        False,
+    )
     init_from: str | None = setting(
         "Start from this hf_vanilla model (a folder or Hub id) and its tokenizer: fine-tuning."
     )
     eval_only: bool = setting(
         "Train nothing: score --init-from's model on --eval-split, write results and the card to --output-dir.", False
     )
+    # The model's size (Table 3's N, d_model, h, d_ff), each defaulting to the preset's model; a new model's only
+    d_model: int | None = setting("d_model, the width of every sub-layer's output and of the embeddings.")
+    encoder_layers: int | None = setting("N of the encoder: its layers.")
+    decoder_layers: int | None = setting("N of the decoder: its layers.")
+    num_attention_heads: int | None = setting("h, the attention heads (d_model must be a multiple of it).")
+    d_ff: int | None = setting("d_ff, the inner size of the feed-forward sub-layers.")
     # The paper's hyper-parameters (section 5), each defaulting to the preset
     vocab_size: int | None = setting("Shared BPE vocabulary size.")
     lr_scale: float | None = setting("Factor on the paper's learning rate d_model^-0.5 * min(n^-0.5, n w^-1.5).")
     learning_rate: float | None = setting("Peak learning rate (at the end of warmup); sets --lr-scale instead.")
     warmup_steps: int | None = setting("Warmup updates w (the paper: 4,000).")
+    adam_betas: str | None = setting("Adam's beta1,beta2 (the paper: 0.9,0.98; fairseq's '(0.9, 0.98)' is read too).")
+    adam_eps: float | None = setting("Adam's epsilon (the paper: 1e-9).")
     dropout: float | None = setting("P_drop on sub-layer outputs and embeddings.")
     attention_dropout: float | None = setting("Dropout on attention weights.")
     label_smoothing: float | None = setting("epsilon_ls (the paper: 0.1).")
@@ -99,6 +118,7 @@ class RunSettings:
     length_penalty: float | None = setting("GNMT length penalty alpha.")
     max_length_offset: int | None = setting("Maximum output = source length + this.")
     # Data
+    max_train_samples: int | None = setting("Train on the first N training pairs only (before any filtering).")
     max_length: int | None = setting("Training pairs with a side longer than this many tokens are dropped.")
     max_length_ratio: float | None = setting(
         "Training pairs whose longer side has more than this times the tokens of the shorter are dropped (0: no "
@@ -166,6 +186,11 @@ class RunSettings:
             return None, None
         return getattr(self, self.TRUNCATION[0]), getattr(self, self.TRUNCATION[1])
 
+    @property
+    def betas(self) -> tuple[float, float]:
+        """--adam-betas as two numbers."""
+        return parse_betas(self.adam_betas)
+
     def _given(self, names: tuple[str, ...]) -> dict:
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
@@ -177,7 +202,14 @@ class RunSettings:
 Settings = TypeVar("Settings", bound=RunSettings)  # a recipe's own subclass
 
 # What the run uses where neither the command line nor the preset gives a value.
-DEFAULTS = dict(best_checkpoint_metric="loss", final_model="average", patience=0, eval_metric_sentences=0)
+DEFAULTS = dict(
+    best_checkpoint_metric="loss",
+    final_model="average",
+    patience=0,
+    eval_metric_sentences=0,
+    adam_betas="0.9,0.98",  # the paper's Adam (section 5.3)
+    adam_eps=1e-9,
+)
 FINAL_MODELS = ("average", "best")
 
 # The values every preset must give (unless the command line does); max_steps may be left out by --max-train-minutes.
@@ -222,15 +254,36 @@ def best_checkpoint_problems(settings: RunSettings) -> list[str]:
     return problems
 
 
-def peak_learning_rate(d_model: int, warmup_steps: int, lr_scale: float = 1.0) -> float:
-    """The paper's learning rate at the end of warmup: lr_scale * d_model^-0.5 * warmup^-0.5."""
-    return lr_scale * d_model**-0.5 * warmup_steps**-0.5
+def parse_betas(text: str) -> tuple[float, float]:
+    """Adam's two betas from "0.9,0.98", "0.9 0.98" or fairseq's "(0.9, 0.98)"; a `ValueError` naming what is
+    wrong."""
+    parts = text.strip().strip("()[]").replace(",", " ").split()
+    try:
+        betas = tuple(float(part) for part in parts)
+    except ValueError:
+        betas = ()
+    if len(betas) != 2 or not all(0 <= beta < 1 for beta in betas):
+        raise ValueError(f"--adam-betas must be two numbers in [0, 1) such as 0.9,0.98, got {text!r}")
+    return betas
+
+
+def optimizer_problems(settings: RunSettings) -> list[str]:
+    """What is wrong with --adam-betas and --adam-eps (each one line)."""
+    problems = []
+    try:
+        parse_betas(settings.adam_betas)
+    except ValueError as error:
+        problems.append(str(error))
+    if not settings.adam_eps > 0:
+        problems.append(f"--adam-eps must be positive, got {settings.adam_eps}")
+    return problems
 
 
 def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     """`args` (as parsed) over its preset `presets[args.preset]`: a value given on the command line wins, the preset
-    gives the rest (a time budget alone replaces the preset's number of updates; --learning-rate sets the schedule's
-    scale; --keep-last defaults to --average-last), its `variants` for a value the command line gave over the rest.
+    gives the rest (a time budget alone replaces the preset's number of updates; --keep-last defaults to
+    --average-last; --learning-rate becomes the schedule's scale once the model's width is known, in `start`), its
+    `variants` for a value the command line gave over the rest.
     A `PreflightError` names every value that cannot work."""
     if args.preset not in presets:
         raise PreflightError(f"--preset must be one of {', '.join(sorted(presets))}, got {args.preset!r}")
@@ -255,7 +308,13 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
         if getattr(settings, name) is None:
             setattr(settings, name, value)
     problems = [f"preset {args.preset!r} gives no {name}" for name in REQUIRED if getattr(settings, name) is None]
-    problems += best_checkpoint_problems(settings)
+    problems += best_checkpoint_problems(settings) + optimizer_problems(settings)
+    if args.init_from is not None:
+        given = [f"--{name.replace('_', '-')}" for name in settings.ARCHITECTURE if getattr(args, name) is not None]
+        if given:
+            problems.append(f"{', '.join(given)} shape a new model: --init-from's model keeps its own")
+    if args.resume and args.overwrite_output_dir:
+        problems.append("--resume continues the output folder's run, --overwrite-output-dir removes it: give one")
     if settings.max_steps is None and settings.max_train_minutes is None:
         problems.append(f"preset {args.preset!r} gives no max_steps: give --max-steps or --max-train-minutes")
     if args.lr_scale is not None and args.learning_rate is not None:
@@ -269,9 +328,6 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
         problems.append(f"--max-length-ratio must be at least 1 (or 0: none), got {settings.max_length_ratio}")
     if problems:
         raise PreflightError("; ".join(problems))
-    if args.learning_rate is not None:
-        d_model = VanillaTransformerConfig.from_preset(settings.model_preset).d_model
-        settings.lr_scale = args.learning_rate / peak_learning_rate(d_model, settings.warmup_steps)
     settings.max_length_ratio = settings.max_length_ratio or None
     if settings.keep_last is None:
         settings.keep_last = max(settings.average_last, 1)

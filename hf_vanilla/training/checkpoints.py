@@ -7,7 +7,8 @@ A checkpoint folder `checkpoint-00001000/` holds:
 - `optimizer.safetensors` + `optimizer.json`: Adam's moments by parameter name, full (unsharded), and its settings.
 - `trainer_state.json`: the step, data position, time, scheduler state, loss scaler, best validation so far.
 - `rng-{process}.safetensors`: each process's random generators (dropout), for bit-identical continuation.
-- `manifest.json`, written last: every file's size and SHA-256, checked on `--resume`.
+- `manifest.json`, written last: every file's size and SHA-256, checked on `--resume`, and the id of the run that
+  wrote it (`training.run_folder`): averaging and resuming read only the checkpoints of the run being finished.
 
 Nothing is pickled: every load reads safetensors or JSON. Files go to a hidden `.tmp-` folder, are flushed to disk
 (fsync) and the folder is renamed only when complete, so a killed run or a power cut never leaves a complete-looking
@@ -20,6 +21,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from accelerate import Accelerator
@@ -33,6 +35,9 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from .collectives import agreed_failure, error_line
+
+if TYPE_CHECKING:
+    from .run_folder import RunFolder
 
 PREFIX = "checkpoint-"
 STATE_FILE = "trainer_state.json"
@@ -118,13 +123,13 @@ def _fsync_tree(folder: Path) -> None:
         _fsync(path)
 
 
-def _write_manifest(folder: Path) -> None:
+def _write_manifest(folder: Path, run_id: str | None) -> None:
     files = {
         str(path.relative_to(folder)): {"bytes": path.stat().st_size, "sha256": _sha256(path)}
         for path in sorted(folder.rglob("*"))
         if path.is_file() and path.name != MANIFEST
     }
-    (folder / MANIFEST).write_text(json.dumps({"files": files}, indent=1))
+    (folder / MANIFEST).write_text(json.dumps({"files": files, "run": run_id}, indent=1))
 
 
 def _rng_state() -> dict[str, torch.Tensor]:
@@ -162,11 +167,12 @@ def save_checkpoint(
     tokenizer,
     state: dict,
     keep_last: int,
+    run: "RunFolder | None" = None,
 ) -> Path:
-    """Writes `checkpoint-STEP` (see the module docstring) atomically and durably, then keeps the newest `keep_last`
-    complete checkpoints. Every process takes part (gathering shards); the main process writes the shared files. A
-    failed write removes the unfinished folder and is a `CheckpointError` on every process; the checkpoints saved
-    before are untouched."""
+    """Writes `checkpoint-STEP` (see the module docstring), its manifest naming `run` (`training.run_folder`),
+    atomically and durably, then keeps the newest `keep_last` complete checkpoints of that run. Every process takes
+    part (gathering shards); the main process writes the shared files. A failed write removes the unfinished folder
+    and is a `CheckpointError` on every process; the checkpoints saved before are untouched."""
     output_dir, model, optimizer, scheduler = Path(output_dir), *trainable.parts()
     final = output_dir / f"{PREFIX}{step:08d}"
     temporary = output_dir / f".tmp-{PREFIX}{step:08d}"
@@ -195,7 +201,7 @@ def save_checkpoint(
             save_file(_rng_state(), str(temporary / f"rng-{accelerator.process_index}.safetensors"))
         with _agreed(accelerator, f"could not save {final.name} in {output_dir}"):
             if accelerator.is_main_process:
-                _write_manifest(temporary)
+                _write_manifest(temporary, run.run_id if run is not None else None)
                 _fsync_tree(temporary)
                 if final.exists():
                     shutil.rmtree(final)
@@ -207,7 +213,8 @@ def save_checkpoint(
         raise CheckpointError(f"{error}; the checkpoints saved before are intact") from None
     with _agreed(accelerator, f"saved {final.name}, but could not remove the older checkpoints of {output_dir}"):
         if accelerator.is_main_process:
-            for old in list_checkpoints(output_dir)[:-keep_last] if keep_last > 0 else []:
+            owned = list_checkpoints(output_dir, run.owns if run is not None else None)
+            for old in owned[:-keep_last] if keep_last > 0 else []:
                 shutil.rmtree(old)
     return final
 
@@ -226,6 +233,14 @@ def verify_checkpoint(checkpoint: Path) -> None:
         _listed(checkpoint, manifest, name)
     for name, expected in manifest.items():
         _check_file(checkpoint, name, expected)
+
+
+def checkpoint_run(checkpoint: Path) -> str | None:
+    """The id of the run that wrote `checkpoint` (its manifest's `run`; None: none, or unreadable)."""
+    try:
+        return json.loads((checkpoint / MANIFEST).read_text()).get("run")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _read_manifest(checkpoint: Path) -> dict:
@@ -269,8 +284,9 @@ def check_safetensors(path: Path) -> None:
         raise CheckpointError(f"{path}: not a readable safetensors file ({error})") from error
 
 
-def list_checkpoints(output_dir: Path) -> list[Path]:
-    """Complete checkpoints of `output_dir`, oldest first (temporary folders and folders without state excluded)."""
+def list_checkpoints(output_dir: Path, owned=None) -> list[Path]:
+    """Complete checkpoints of `output_dir`, oldest first (temporary folders and folders without state excluded); with
+    `owned` (e.g. `RunFolder.owns`), only those for which it holds."""
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         return []
@@ -279,12 +295,14 @@ def list_checkpoints(output_dir: Path) -> list[Path]:
         for p in output_dir.glob(f"{PREFIX}*")
         if p.is_dir() and p.name[len(PREFIX) :].isdigit() and (p / STATE_FILE).is_file() and (p / MODEL_DIR).is_dir()
     ]
+    found = [p for p in found if owned is None or owned(p)]
     return sorted(found, key=lambda p: int(p.name[len(PREFIX) :]))
 
 
-def latest_valid_checkpoint(output_dir: Path, report=print) -> Path | None:
-    """The newest checkpoint that passes `verify_checkpoint`; each one skipped is reported in one line."""
-    for checkpoint in reversed(list_checkpoints(output_dir)):
+def latest_valid_checkpoint(output_dir: Path, report=print, owned=None) -> Path | None:
+    """The newest checkpoint (of those `owned`, see `list_checkpoints`) that passes `verify_checkpoint`; each one
+    skipped is reported in one line."""
+    for checkpoint in reversed(list_checkpoints(output_dir, owned)):
         try:
             verify_checkpoint(checkpoint)
             return checkpoint

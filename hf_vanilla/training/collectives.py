@@ -8,6 +8,10 @@ import torch
 from accelerate import Accelerator
 
 from ..errors import error_line
+from .interrupts import RunInterrupted, deferred
+
+# How a stop signal inside an agreed block travels to the other processes (before any error's message).
+INTERRUPTED = "\x00interrupted:"
 
 
 class StepError(RuntimeError):
@@ -29,7 +33,8 @@ def broadcast_value(accelerator: Accelerator, value):
     from accelerate.utils import broadcast_object_list
 
     holder = [value]
-    broadcast_object_list(holder, from_process=0)
+    with deferred():
+        broadcast_object_list(holder, from_process=0)
     return holder[0]
 
 
@@ -47,8 +52,9 @@ def agreed_failure(
 
     An exception of a `catch` type becomes `error_type("WHAT: DESCRIPTION")` on every process (the first process's
     to fail, by rank; `describe(error)` is one line). Any other exception (a bug) is re-raised as it is, traceback
-    included, on its own process, while the others raise `error_type` naming it. One all-gather of a short string
-    (none with a single process):
+    included, on its own process, while the others raise `error_type` naming it. A stop signal (`RunInterrupted`)
+    on any process is raised as such on every process. One all-gather of a short string (none with a single
+    process):
 
         with agreed_failure(accelerator, CheckpointError, "could not average the checkpoints"):
             if accelerator.is_main_process:
@@ -57,6 +63,8 @@ def agreed_failure(
     problem = failure = None
     try:
         yield
+    except RunInterrupted as stop:
+        failure, problem = stop, f"{INTERRUPTED}{stop.signal_name}"
     except Exception as error:  # every exception is agreed on; the unexpected ones are re-raised below
         failure = error
         expected = isinstance(error, catch)
@@ -69,10 +77,16 @@ def agreed_failure(
     else:
         from accelerate.utils import gather_object
 
-        problems = gather_object([problem])
+        with deferred():
+            problems = gather_object([problem])
     first = next((message for message in problems if message), None)
     if first is None:
         return
+    if isinstance(failure, RunInterrupted):
+        raise failure
+    stopped = next((message for message in problems if message and message.startswith(INTERRUPTED)), None)
+    if stopped is not None:
+        raise RunInterrupted(stopped.removeprefix(INTERRUPTED))
     if failure is not None and not isinstance(failure, catch):
         raise failure
     raise error_type(first) from failure

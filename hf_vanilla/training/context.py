@@ -10,6 +10,7 @@ from transformers import PreTrainedTokenizerBase
 from ..configuration_vanilla import VanillaTransformerConfig
 from ..modeling_vanilla import VanillaTransformerForConditionalGeneration
 from .arguments import RunSettings
+from .run_folder import RunFolder
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ class RunContext:
     `training.run` set them, `tokenizer` (`build_tokenizer`), `model` (`build_model`; after training, the averaged
     model), `training` (what training did), `averaged` (the checkpoints averaged into OUTPUT_DIR/final), `truncated`
     (what encoding each split cut, where the recipe truncates) and `copyable` (how much of each split's targets its
-    sources hold, where the recipe counts it); `host_malloc` is set in `start` (`training.host_memory`)."""
+    sources hold, where the recipe counts it); `host_malloc` and `folder` are set in `start` (`training.host_memory`,
+    `training.run_folder`)."""
 
     name: str
     settings: RunSettings
@@ -57,6 +59,7 @@ class RunContext:
     truncated: dict[str, dict] = field(default_factory=dict)  # split -> truncation counts (`run.encode_split`)
     copyable: dict[str, dict] = field(default_factory=dict)  # split -> `data.copyable.copyable_tokens`
     host_malloc: str = "system"  # the allocation in force (`host_memory.apply_host_malloc`)
+    folder: RunFolder | None = None  # the run's id in its folder (`run_folder.claim_run_folder`), set in `start`
 
     @property
     def is_main_process(self) -> bool:

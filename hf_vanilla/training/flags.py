@@ -30,7 +30,11 @@ def _help(field: dataclasses.Field) -> str:
 
 
 class SettingsParser(argparse.ArgumentParser):
-    """argparse, with a misspelt or unknown flag answered by the closest flag there is."""
+    """argparse, with a misspelt or unknown flag answered by the closest flag there is, after a one-line usage (the
+    flags are many: --help lists them)."""
+
+    def format_usage(self) -> str:
+        return f"usage: {self.prog} [flags] (--help lists them)\n"
 
     def parse_args(self, args: Sequence[str] | None = None, namespace=None):
         parsed, unknown = self.parse_known_args(args, namespace)

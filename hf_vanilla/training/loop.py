@@ -4,9 +4,8 @@ stop on SIGTERM/SIGINT. `train` runs a `TrainingLoop`, whose methods are its nam
 
 import json
 import math
-import signal
 import time
-from contextlib import closing, contextmanager, nullcontext
+from contextlib import closing, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from .arguments import RunSettings
 from .checkpoints import Trainable, latest_valid_checkpoint, load_checkpoint, save_checkpoint, save_model_folder
 from .collectives import StepError, agreed_failure, any_process
 from .context import RunContext, TrainingResult
+from .interrupts import RunInterrupted, StopSignals
 from .schedule import paper_optimizer, paper_scheduler
 from .validation import Validation
 
@@ -106,28 +106,6 @@ class Progress:
             self.bar.close()
 
 
-class StopSignals:
-    """Records SIGTERM / SIGINT (what schedulers and Ctrl-C send) instead of dying mid-update."""
-
-    def __init__(self):
-        self.received: str | None = None
-
-    @contextmanager
-    def installed(self):
-        def handler(number, frame):
-            self.received = signal.Signals(number).name
-            signal.signal(number, previous[number])  # a second signal acts at once
-
-        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-        for number in previous:
-            signal.signal(number, handler)
-        try:
-            yield self
-        finally:
-            for number, old in previous.items():
-                signal.signal(number, old)
-
-
 def train(run: RunContext, examples: EncodedPairs, validation: Validation | None = None) -> TrainingResult:
     """Trains `run.model` on `examples` until `settings.max_steps` updates (or `max_train_minutes`), checkpointing into
     `run.output_dir` (with `run.tokenizer`, when set), resuming from there with `settings.resume`, validating every
@@ -160,7 +138,9 @@ class TrainingLoop:
         )
         # Adam's fused kernel on a GPU (one launch for all parameters); the CPU keeps the default, no faster there.
         fused = accelerator.device.type == "cuda"
-        optimizer = paper_optimizer(model.to(accelerator.device).parameters(), fused=fused)
+        optimizer = paper_optimizer(
+            model.to(accelerator.device).parameters(), settings.betas, settings.adam_eps, fused=fused
+        )
         # Not passed to prepare(): Accelerate would step it once per process, and the schedule counts updates.
         self.scheduler = paper_scheduler(optimizer, model.config.d_model, settings.warmup_steps, settings.lr_scale)
         self.pad_token_id = model.config.pad_token_id  # the tokenizer's (`new_model`, or --init-from's own)
@@ -181,8 +161,11 @@ class TrainingLoop:
         """Continues from the newest complete checkpoint of the output folder, if any (dropping the log lines written
         after it), else starts from scratch."""
         accelerator, output_dir = self.accelerator, self.context.output_dir
+        folder = self.context.folder
         checkpoint = latest_valid_checkpoint(
-            output_dir, report=lambda line: logger.warning(line, main_process_only=True)
+            output_dir,
+            report=lambda line: logger.warning(line, main_process_only=True),
+            owned=folder.owns if folder is not None else None,
         )
         if checkpoint is None:
             logger.info(f"No complete checkpoint in {output_dir}: starting from scratch", main_process_only=True)
@@ -315,10 +298,22 @@ class TrainingLoop:
 
     def validate(self) -> bool:
         """The validation figures, logged; the model saved in OUTPUT_DIR/best when its --best-checkpoint-metric is
-        the best yet (the lowest loss, the highest other figure). Returns whether --patience ends training here (the
-        same on every process: the figures are agreed on)."""
+        the best yet (the lowest loss, the highest other figure). Returns whether training ends here: --patience, or a
+        stop signal during validation (the same on every process: the figures and the signals are agreed on)."""
         progress, settings = self.progress, self.settings
-        figures = self.validation(self.accelerator, self.model)
+        try:
+            figures = self.validation(self.accelerator, self.model, self.signals)
+        except RunInterrupted as stop:  # in the validation metric's decoding
+            self.signals.received = stop.signal_name
+            figures = None
+        if figures is None:  # a stop signal: the update is complete, and its checkpoint is saved next
+            self.model.train()
+            logger.warning(
+                f"{self.signals.received}: validation at update {progress.step} abandoned; saving a checkpoint and "
+                "stopping",
+                main_process_only=True,
+            )
+            return True
         self.write_log({"step": progress.step, **figures})
         if self.accelerator.is_main_process:
             progress.write(f"update {progress.step}: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
@@ -357,6 +352,7 @@ class TrainingLoop:
             self.context.tokenizer,
             self.progress.state_dict(),
             self.settings.keep_last,
+            self.context.folder,
         )
 
     def result(self) -> TrainingResult:

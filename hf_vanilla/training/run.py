@@ -71,6 +71,7 @@ from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
 from .collectives import StepError, agreed_failure, broadcast_value, error_line
 from .context import RunContext, TrainingResult
 from .host_memory import apply_host_malloc
+from .interrupts import RunInterrupted, interrupting
 from .loop import BEST_DIR, train
 from .model_config import run_config
 from .preflight import (
@@ -83,6 +84,8 @@ from .preflight import (
     run_checks,
 )
 from .presets import new_model
+from .run_folder import RunFolder, check_run_folder, claim_run_folder
+from .schedule import scale_for_peak
 from .validation import Validation
 
 logger = get_logger(__name__)
@@ -93,7 +96,8 @@ USER_ERRORS = (PreflightError, TokenizerMismatch, CheckpointError, StepError)
 
 def run_recipe(main: Callable, args, name: str):
     """Runs a recipe's `main(args)`; an error the user can fix ends every process with one line on stderr (printed
-    by the first process only) and exit status 1."""
+    by the first process only) and exit status 1; a stop signal outside the training loop's updates (which save a
+    checkpoint and stop) ends it with one line saying what was kept and exit status 128 + the signal's number."""
     first_process = os.environ.get("RANK", "0") == "0"
     follow_launcher()
     if hasattr(signal, "SIGXFSZ"):  # a file over the size limit: an OSError (handled) rather than a silent death
@@ -106,9 +110,14 @@ def run_recipe(main: Callable, args, name: str):
     for noisy in ("httpx", "datasets", "transformers"):  # their INFO lines are per-file chatter
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        return main(args)
+        with interrupting():
+            return main(args)
     except USER_ERRORS as error:
         raise SystemExit(f"{name}: {error}" if first_process else 1) from None
+    except RunInterrupted as stop:  # a stop signal outside the training loop's updates: one line, no traceback
+        if first_process:
+            print(f"{name}: {stop.line()}", file=sys.stderr, flush=True)
+        raise SystemExit(stop.exit_status()) from None
 
 
 # Linux's prctl option that has the kernel send a signal to a process when its parent ends.
@@ -131,9 +140,10 @@ def follow_launcher() -> None:
 
 def start(name: str, args: RunSettings, presets: dict[str, dict], **new_model_fields) -> RunContext:
     """The run: `args` resolved against their preset (`presets[args.preset]`), the model's configuration
-    (`model_config.run_config`, with the recipe's `new_model_fields` for a new model), the output folder, and the
-    `Accelerator` (precision as launched unless --mixed-precision is given), seeded. DeepSpeed is refused before
-    Accelerate starts it."""
+    (`model_config.run_config`, with the recipe's `new_model_fields` for a new model; --learning-rate turned into the
+    schedule's scale for its real width), the output folder (refused when it holds another run, unless --resume or
+    --overwrite-output-dir: `run_folder`), and the `Accelerator` (precision as launched unless --mixed-precision is
+    given), seeded. DeepSpeed is refused before Accelerate starts it."""
     if args.eval_only and args.resume:
         raise PreflightError("--eval-only trains nothing: it cannot --resume")
     if args.eval_only and args.init_from is None:  # scoring a fresh random model would overwrite a run's results
@@ -142,15 +152,26 @@ def start(name: str, args: RunSettings, presets: dict[str, dict], **new_model_fi
         raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
     settings = resolve(args, presets)
     config = run_config(settings, **new_model_fields)
+    if settings.learning_rate is not None:
+        settings.lr_scale = scale_for_peak(settings.learning_rate, config.d_model, settings.warmup_steps)
     refuse_deepspeed()
     refuse_metric_under_fsdp(settings.eval_metric_sentences)
     output_dir = Path(settings.output_dir or f"runs/{name}")
+    check_run_folder(output_dir, settings.resume, settings.overwrite_output_dir)
     accelerator = create_accelerator(
         name, output_dir, settings.mixed_precision, settings.report_to, vars(settings), settings.torch_compile
     )
+    folder = None
+    with agreed_failure(accelerator, PreflightError, f"cannot use {output_dir}", catch=(PreflightError, OSError)):
+        if accelerator.is_main_process:
+            folder = claim_run_folder(
+                output_dir, name, settings.resume, settings.overwrite_output_dir, " ".join(sys.argv)
+            )
     host_malloc = apply_host_malloc(settings.host_malloc, accelerator.device.type)
     set_seed(settings.seed)
-    return RunContext(name, settings, accelerator, output_dir, config, host_malloc=host_malloc)
+    context = RunContext(name, settings, accelerator, output_dir, config, host_malloc=host_malloc)
+    context.folder = broadcast_value(accelerator, folder)
+    return context
 
 
 def check_before_training(
@@ -158,7 +179,7 @@ def check_before_training(
 ) -> None:
     """What can fail after hours, checked in seconds on every process: the splits the run reads (from `source`,
     given by `flag`; `suppliers` names the flag that gives each other split, e.g. {"test": "--test-file"}), the
-    output folder, the Hub repo."""
+    output folder, the Hub repo. Then keeps the first --max-train-samples pairs of `corpus["train"]`, when given."""
     settings = run.settings
     validate = settings.eval_every > 0 and not settings.eval_only
     needed = {"train": f"choose another {flag}", settings.eval_split: "choose another --eval-split"}
@@ -175,6 +196,14 @@ def check_before_training(
             *([lambda: check_hub(settings.push_to_hub)] if settings.push_to_hub else []),
         ],
     )
+    if settings.max_train_samples is not None and not settings.eval_only:
+        total = len(corpus["train"])
+        corpus["train"] = first(corpus["train"], settings.max_train_samples)
+        logger.info(
+            f"--max-train-samples {settings.max_train_samples}: training on the first {len(corpus['train']):,} of "
+            f"{total:,} training pairs",
+            main_process_only=True,
+        )
 
 
 def build_tokenizer(
@@ -380,12 +409,17 @@ def train_and_average(
         held = first(corpus["validation"], settings.eval_metric_sentences)
         validation = validation_for(run, corpus["validation"], languages, lambda current: metric(current, held))
     run.training = train(run, examples, validation)
-    if run.training.stopped_by_signal is None:
+    if run.training.stopped_by_signal is not None:
+        return run.training
+    try:
         if settings.final_model == "best":
-            final = best_final(run.accelerator, run.output_dir)
+            final = best_final(run)
         else:
-            final, run.averaged = average_final(run.accelerator, run.output_dir, settings.average_last)
-        run.model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
+            final, run.averaged = average_final(run.accelerator, run.output_dir, settings.average_last, run.folder)
+    except RunInterrupted as stop:  # training itself stops at its next update, saved; this is the final model
+        advice = f"stopped after training, before the final model was written; {resume_advice(run)}"
+        raise RunInterrupted(stop.signal_name, advice) from None
+    run.model = VanillaTransformerForConditionalGeneration.from_pretrained(final)
     return run.training
 
 
@@ -411,12 +445,25 @@ def train_and_evaluate(
     if end_run_after_stop_signal(run):
         return {"steps": training.steps, "stopped_by_signal": training.stopped_by_signal}
     results = {}
-    with agreed_failure(run.accelerator, StepError, "could not finish the run", catch=(OSError, StepError)):
-        if run.is_main_process:
-            model = run.model.to(run.accelerator.device).eval()
-            results = finish(run, evaluate(model, held_out), extra)
+    try:
+        with agreed_failure(run.accelerator, StepError, "could not finish the run", catch=(OSError, StepError)):
+            if run.is_main_process:
+                model = run.model.to(run.accelerator.device).eval()
+                results = finish(run, evaluate(model, held_out), extra)
+    except RunInterrupted as stop:
+        advice = f"stopped during the final evaluation, no results written; {resume_advice(run)}"
+        raise RunInterrupted(stop.signal_name, advice) from None
     run.accelerator.end_training()
+    model_folder = run.settings.init_from if run.settings.eval_only else run.output_dir / "final"
+    logger.info(f"Model: {model_folder}; results: {run.output_dir / 'results.json'}", main_process_only=True)
     return results
+
+
+def resume_advice(run: RunContext) -> str:
+    """How to finish an interrupted run's evaluation."""
+    if run.settings.eval_only:
+        return "run the same command with --overwrite-output-dir to score the model again"
+    return "run the same command with --resume to average (if due) and evaluate the trained model"
 
 
 def first(pairs, count: int | None):
@@ -424,30 +471,44 @@ def first(pairs, count: int | None):
     return pairs if count is None else pairs.select(range(min(count, len(pairs))))
 
 
-def average_final(accelerator: Accelerator, output_dir: Path, average_last: int) -> tuple[Path, list[str]]:
-    """The average of the newest `average_last` checkpoints in OUTPUT_DIR/final (the paper: 5 base, 20 big)."""
+def average_final(
+    accelerator: Accelerator, output_dir: Path, average_last: int, folder: RunFolder | None = None
+) -> tuple[Path, list[str]]:
+    """The average of the newest `average_last` checkpoints (of the run `folder`, when given) in OUTPUT_DIR/final (the
+    paper: 5 base, 20 big), written beside it and renamed into place when complete."""
     names: list[str] = []
-    what = f"could not average the last checkpoints into {output_dir / 'final'}"
+    final = output_dir / "final"
+    what = f"could not average the last checkpoints into {final}"
     with agreed_failure(accelerator, CheckpointError, what, catch=(CheckpointError, OSError, ValueError)):
         if accelerator.is_main_process:
-            checkpoints = list_checkpoints(output_dir)[-average_last:]
-            average_checkpoints(checkpoints, output_dir / "final")
+            checkpoints = list_checkpoints(output_dir, folder.owns if folder is not None else None)[-average_last:]
+            replace_folder(final, lambda temporary: average_checkpoints(checkpoints, temporary))
             names = [p.name for p in checkpoints]
-    return output_dir / "final", broadcast_value(accelerator, names)
+    return final, broadcast_value(accelerator, names)
 
 
-def best_final(accelerator: Accelerator, output_dir: Path) -> Path:
-    """OUTPUT_DIR/best (the best validation by --best-checkpoint-metric) copied whole into OUTPUT_DIR/final."""
+def best_final(run: RunContext) -> Path:
+    """OUTPUT_DIR/best (the best validation of this run by --best-checkpoint-metric) copied whole into
+    OUTPUT_DIR/final."""
+    output_dir, accelerator = run.output_dir, run.accelerator
     final = output_dir / "final"
-    with agreed_failure(accelerator, CheckpointError, f"could not copy the best model into {final}", catch=(OSError,)):
+    what = f"could not copy the best model into {final}"
+    with agreed_failure(accelerator, CheckpointError, what, catch=(OSError, CheckpointError)):
         if accelerator.is_main_process:
-            temporary = final.with_name(".tmp-final")
-            shutil.rmtree(temporary, ignore_errors=True)
-            shutil.copytree(output_dir / BEST_DIR, temporary)
-            shutil.rmtree(final, ignore_errors=True)
-            os.replace(temporary, final)
+            if run.training.best_step is None:
+                raise CheckpointError(f"no validation of this run saved a model in {output_dir / BEST_DIR}")
+            replace_folder(final, lambda temporary: shutil.copytree(output_dir / BEST_DIR, temporary))
     accelerator.wait_for_everyone()
     return final
+
+
+def replace_folder(folder: Path, write: Callable[[Path], object]) -> None:
+    """`folder` replaced by what `write(temporary)` writes into a hidden folder beside it: whole or not at all."""
+    temporary = folder.with_name(f".tmp-{folder.name}")
+    shutil.rmtree(temporary, ignore_errors=True)
+    write(temporary)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(temporary, folder)
 
 
 def untrained_result(accelerator: Accelerator) -> TrainingResult:

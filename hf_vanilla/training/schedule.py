@@ -10,6 +10,17 @@ def inverse_sqrt_lr(step: int, d_model: int, warmup_steps: int, scale: float = 1
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
+def peak_learning_rate(d_model: int, warmup_steps: int, lr_scale: float = 1.0) -> float:
+    """The learning rate at the end of warmup (update w): lr_scale * d_model^-0.5 * w^-0.5."""
+    return inverse_sqrt_lr(warmup_steps, d_model, warmup_steps, lr_scale)
+
+
+def scale_for_peak(peak: float, d_model: int, warmup_steps: int) -> float:
+    """The scale on the paper's schedule whose learning rate at the end of warmup is `peak` (--learning-rate), for
+    the model's real d_model."""
+    return peak / peak_learning_rate(d_model, warmup_steps)
+
+
 def paper_optimizer(
     parameters, betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9, fused: bool | None = None
 ) -> torch.optim.Adam:

@@ -3,6 +3,7 @@ task metric (BLEU, EVALB F1) of greedy decodings of a few validation sentences."
 
 import math
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import torch
 from accelerate import Accelerator
@@ -10,7 +11,8 @@ from accelerate import Accelerator
 from ..data.batching import TokenBudgetBatchSampler
 from ..data.encoding import EncodedPairs
 from ..modeling_vanilla import label_smoothed_cross_entropy
-from .collectives import StepError, agreed_failure, broadcast_value
+from .collectives import StepError, agreed_failure, any_process, broadcast_value
+from .interrupts import StopSignals
 
 
 class Validation:
@@ -35,7 +37,9 @@ class Validation:
         self.examples, self.pad_token_id, self.metric = examples, pad_token_id, metric
 
     @torch.no_grad()
-    def __call__(self, accelerator: Accelerator, model) -> dict:
+    def __call__(self, accelerator: Accelerator, model, signals: StopSignals | None = None) -> dict | None:
+        """The figures; None when a stop signal (recorded by `signals`, agreed on by every process between batches)
+        ends validation early. A signal during the metric's decoding raises `RunInterrupted` on every process."""
         was_training = model.training
         model.eval()
         mine = self.batches[accelerator.process_index :: accelerator.num_processes]
@@ -44,6 +48,8 @@ class Validation:
         totals = torch.zeros(3, dtype=torch.float64, device=accelerator.device)
         epsilon = accelerator.unwrap_model(model).config.label_smoothing
         for index in range(rounds):
+            if signals is not None and any_process(accelerator, signals.received is not None):
+                return None
             batch = mine[index] if index < len(mine) else self.batches[0]
             weight = 1.0 if index < len(mine) else 0.0
             inputs = {k: v.to(accelerator.device) for k, v in self.examples.collate(batch, self.pad_token_id).items()}
@@ -64,9 +70,11 @@ class Validation:
         }
         if self.metric is not None:
             scores = {}
+            stoppable = signals.raising() if signals is not None else nullcontext()
             with agreed_failure(accelerator, StepError, "the validation metric failed", catch=()):
                 if accelerator.is_main_process:
-                    scores = self.metric(accelerator.unwrap_model(model))
+                    with stoppable:
+                        scores = self.metric(accelerator.unwrap_model(model))
             figures.update(broadcast_value(accelerator, scores))
         model.train(was_training)
         return figures

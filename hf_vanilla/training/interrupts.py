@@ -1,0 +1,103 @@
+"""Stop signals (SIGINT from Ctrl-C, SIGTERM from a scheduler or `timeout`) in every phase of a run: outside the
+training loop a signal raises `RunInterrupted`, which the recipe turns into one line and an exit status (no
+traceback, nothing partial written); inside it, `StopSignals` records the signal so that the update in progress
+finishes and its checkpoint is saved, and stops validation between batches."""
+
+import signal
+from contextlib import contextmanager
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class RunInterrupted(BaseException):
+    """A stop signal that ended a phase of the run; `advice` says what was kept and how to go on. A BaseException, as
+    KeyboardInterrupt is, so that no `except Exception` on the way takes it for an error."""
+
+    def __init__(self, signal_name: str, advice: str = ""):
+        super().__init__(signal_name, advice)
+        self.signal_name, self.advice = signal_name, advice
+
+    def exit_status(self) -> int:
+        """128 + the signal's number, as a shell reports a program the signal ended."""
+        return 128 + int(signal.Signals[self.signal_name])
+
+    def line(self) -> str:
+        advice = self.advice or "stopped before training, nothing to resume yet: run the same command again"
+        return f"{self.signal_name} received: {advice}"
+
+
+# A signal that arrives while a collective is under way waits for it to end (`deferred`): a process that left a
+# collective half-way would leave the others waiting on it, or failing with the connection it closed.
+_deferral = {"depth": 0, "pending": None}
+
+
+def _raise(number, frame):
+    name = signal.Signals(number).name
+    if _deferral["depth"]:
+        _deferral["pending"] = name
+        return
+    raise RunInterrupted(name)
+
+
+@contextmanager
+def deferred():
+    """Inside the block (a collective), a stop signal is held back; it raises `RunInterrupted` once the block ends."""
+    _deferral["depth"] += 1
+    try:
+        yield
+    finally:
+        _deferral["depth"] -= 1
+    if not _deferral["depth"] and _deferral["pending"] is not None:
+        name, _deferral["pending"] = _deferral["pending"], None
+        raise RunInterrupted(name)
+
+
+@contextmanager
+def interrupting():
+    """SIGINT and SIGTERM raise `RunInterrupted` inside the block (the handlers before it restored after)."""
+    previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    for number in STOP_SIGNALS:
+        signal.signal(number, _raise)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+class StopSignals:
+    """Records SIGTERM / SIGINT (what schedulers and Ctrl-C send) instead of dying mid-update; a second signal acts at
+    once (the handler before, e.g. `interrupting`'s). Inside `raising()`, a signal raises `RunInterrupted` instead,
+    for work that can be abandoned (a process's own decoding)."""
+
+    def __init__(self):
+        self.received: str | None = None
+        self.raise_now = False
+
+    @contextmanager
+    def installed(self):
+        def handler(number, frame):
+            self.received = signal.Signals(number).name
+            signal.signal(number, previous[number])  # a second signal acts at once
+            if self.raise_now:
+                raise RunInterrupted(self.received)
+
+        previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+        for number in previous:
+            signal.signal(number, handler)
+        try:
+            yield self
+        finally:
+            for number, old in previous.items():
+                signal.signal(number, old)
+
+    @contextmanager
+    def raising(self):
+        """A signal received inside the block (or before it) raises `RunInterrupted`."""
+        if self.received is not None:
+            raise RunInterrupted(self.received)
+        self.raise_now = True
+        try:
+            yield
+        finally:
+            self.raise_now = False
