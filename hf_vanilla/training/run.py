@@ -162,8 +162,9 @@ def start(name: str, args: RunSettings, presets: dict[str, dict], **new_model_fi
         name, output_dir, settings.mixed_precision, settings.report_to, vars(settings), settings.torch_compile
     )
     folder = None
-    with agreed_failure(accelerator, PreflightError, f"cannot use {output_dir}", catch=(PreflightError, OSError)):
+    with agreed_failure(accelerator, PreflightError, catch=(PreflightError,), describe=str):
         if accelerator.is_main_process:
+            check_writable(output_dir)
             folder = claim_run_folder(
                 output_dir, name, settings.resume, settings.overwrite_output_dir, " ".join(sys.argv)
             )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..errors import error_line
 from .checkpoints import PREFIX, checkpoint_run
 from .preflight import PreflightError
 
@@ -86,21 +87,29 @@ def claim_run_folder(output_dir: Path, recipe: str, resume: bool, overwrite: boo
         except (OSError, ValueError, KeyError) as error:
             raise PreflightError(f"--resume: {record_file} is unreadable ({error})") from error
     adopts = resume and any(output_dir.glob(f"{PREFIX}*"))
-    if overwrite:
-        remove_run(output_dir)
-    run = RunFolder(uuid.uuid4().hex, adopts_unmarked=adopts)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if overwrite:
+            remove_run(output_dir)
+        run = RunFolder(uuid.uuid4().hex, adopts_unmarked=adopts)
+        write_record(output_dir / RUN_FILE, run, recipe, command)
+    except OSError as error:
+        raise PreflightError(f"cannot prepare the output folder {output_dir}: {error_line(error)}") from error
+    return run
+
+
+def write_record(record_file: Path, run: RunFolder, recipe: str, command: str) -> None:
+    """OUTPUT_DIR/run.json: the run's id, recipe, start and command, written whole or not at all."""
     record = {
         "run_id": run.run_id,
         "recipe": recipe,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": command,
-        "adopts_unmarked_checkpoints": adopts,
+        "adopts_unmarked_checkpoints": run.adopts_unmarked,
     }
+    record_file.parent.mkdir(parents=True, exist_ok=True)
     temporary = record_file.with_name(f".tmp-{RUN_FILE}")
     temporary.write_text(json.dumps(record, indent=1))
     temporary.replace(record_file)
-    return run
 
 
 def remove_run(output_dir: Path) -> None:
