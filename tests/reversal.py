@@ -111,7 +111,7 @@ LONG = [
 ]
 
 
-def reversed_rightly(model, sequences: list[list[int]], decoding: dict | None = None) -> list[list[int]]:
+def decoded_without_cache(model, sequences: list[list[int]], decoding: dict | None = None) -> list[list[int]]:
     """`model`'s decoding (`decoded`, </s> included) of each sequence of REVERSAL_SYMBOLS (</s> appended, padded in
     one batch) under its generation config updated by `decoding` (None: `RULE_FREE`, at most the longest answer's
     length + 2 tokens); always without the cache, so that a broken cache fails the tests that check it rather than
@@ -131,13 +131,14 @@ def _right(model, sequences: list[list[int]], decodings: tuple[dict, ...], what:
     `RULE_FREE`); fails the calling test, naming each sequence and what the model wrote, when there is none."""
     right, wrote = list(sequences), {}
     for decoding in decodings or (None,):
-        outputs = reversed_rightly(model, sequences, decoding)
+        outputs = decoded_without_cache(model, sequences, decoding)
         wrong = [s for s, o in zip(sequences, outputs) if o != [*s[::-1], 2]]
         wrote.update({tuple(s): o for s, o in zip(sequences, outputs) if s in wrong and tuple(s) not in wrote})
         right = [s for s in right if s not in wrong]
     if not right:
         written = "; ".join(f"{_words(s)!r} -> {_words(wrote[tuple(s)])!r}" for s in sequences)
-        pytest.fail(f"the model reverses none of {what} (a model trained to 95%: training is broken): {written}")
+        broken = "trained to get 95% right, it gets none: training or decoding is broken"
+        pytest.fail(f"the model reverses none of {what} ({broken}): {written}")
     return right
 
 
