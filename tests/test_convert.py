@@ -23,7 +23,7 @@ from hf_vanilla_cli import main as cli_main
 
 from marian_checkout import random_marian
 from remote_loader import run_loader
-from reversal import assert_varied, decoded, reversal_batch
+from reversal import assert_varied, decoded, reversal_batch, reversal_rows
 from runs import batch, tiny_model
 from tolerances import assert_close_up_to_rounding, transformer_sums
 
@@ -202,14 +202,18 @@ def test_generation_settings_survive_the_round_trip():
 
 
 def test_reversal_model_decodes_the_same_tokens_through_both_converters(reversal_model):
+    """The sentences are ones the model is checked to reverse both ways without the cache (`reversal_rows`): which
+    5% a model trained to 95% gets wrong depends on the machine's rounding."""
     marian = to_marian(reversal_model).eval()
     again = from_marian(marian).eval()
-    ids, mask, answers = reversal_batch(seed=4, rows=6)
+    settings = dict(max_new_tokens=12, length_penalty=0.6, early_stopping=True, length_penalty_style="power")
+    decodings = [{**settings, "num_beams": beams} for beams in (1, 4)]
+    ids, mask, answers = reversal_rows(reversal_model, 4, [3, 10, 5, 8, 4, 7], *decodings)
     for beams in (1, 4):
         kwargs = dict(num_beams=beams, max_new_tokens=12, length_penalty=0.6, early_stopping=True)
         expected = reversal_model.generate(ids, attention_mask=mask, length_penalty_style="power", **kwargs)
         assert_varied(expected)
-        assert sum(decoded(row) == answer for row, answer in zip(expected.tolist(), answers)) >= 5
+        assert [decoded(row) for row in expected.tolist()] == answers
         assert marian.generate(ids, attention_mask=mask, **kwargs).tolist() == expected.tolist(), beams
         assert again.generate(ids, attention_mask=mask, **kwargs).tolist() == expected.tolist(), beams
 
@@ -217,7 +221,8 @@ def test_reversal_model_decodes_the_same_tokens_through_both_converters(reversal
 def test_a_model_that_starts_from_pad_decodes_as_marian(reversal_model):
     """OPUS-MT's setting: pad is the decoder's start token, is never generated, and pads the source. The reversal
     model is given that setting with its start token (id 1) as pad; Marian and the hf_vanilla model imported from it
-    must decode the same tokens, the reversal answers. (transformers 5's generate() infers no source mask from pad
+    must decode the same tokens, the reversal answers (of sentences the model is checked to reverse without the
+    cache, `reversal_rows`). (transformers 5's generate() infers no source mask from pad
     for encoder-decoder models, MarianMTModel included: the mask is passed.)"""
     marian = to_marian(reversal_model).eval()
     marian.config.pad_token_id = 1
@@ -227,14 +232,15 @@ def test_a_model_that_starts_from_pad_decodes_as_marian(reversal_model):
     ours = from_marian(marian).eval()
     assert ours.config.decoder_start_token_id == ours.config.pad_token_id == 1
     assert ours.generation_config.bad_words_ids == [[1]]
-    ids, mask, answers = reversal_batch(seed=5, rows=6)
+    decodings = [{"num_beams": beams, "max_new_tokens": 12} for beams in (1, 4)]
+    ids, mask, answers = reversal_rows(ours, 5, [3, 10, 5, 8, 4, 7], *decodings)
     ids = ids.masked_fill(mask == 0, 1)  # padded with pad
     for beams in (1, 4):
         expected = marian.generate(ids, attention_mask=mask, num_beams=beams, max_new_tokens=12)
         got = ours.generate(ids, attention_mask=mask, num_beams=beams, max_new_tokens=12)
         assert got.tolist() == expected.tolist(), beams
         assert (got[:, 0] == 1).all() and not any(1 in decoded(row) for row in got.tolist())  # starts from pad only
-        assert sum(decoded(row) == answer for row, answer in zip(got.tolist(), answers)) >= 5
+        assert [decoded(row) for row in got.tolist()] == answers
 
 
 def test_pad_is_never_generated_even_where_it_is_the_best_token():

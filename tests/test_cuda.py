@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from reversal import assert_varied, decoded, reversal_batch
+from reversal import assert_varied, decoded, reversal_rows
 from runs import batch, tiny_model
 from tolerances import assert_close_up_to_rounding
 
@@ -30,10 +30,11 @@ def test_gpu_computes_the_cpu_function(attn_implementation):
 @pytest.mark.parametrize("num_beams", [1, 4])
 def test_gpu_decodes_the_cpu_tokens(reversal_model, num_beams):
     """The paper's decoding (gnmt length penalty, source length + offset) of the reversal model gives the same tokens
-    on both devices, and they are the reversals of the sources."""
+    on both devices, and they are the reversals of the sources (ones the model is checked to reverse on the CPU
+    without the cache, `reversal_rows`: which 5% a model trained to 95% gets wrong depends on the machine)."""
     model = copy.deepcopy(reversal_model).double()
-    ids, mask, answers = reversal_batch(seed=9, rows=6, lengths=(3, 10))
     kwargs = dict(num_beams=num_beams, length_penalty=0.6, length_penalty_style="gnmt", max_length_offset=6)
+    ids, mask, answers = reversal_rows(model, 9, [3, 10, 5, 8, 4, 6], kwargs)
     on_cpu = model.generate(ids, attention_mask=mask, **kwargs)
     on_gpu = model.cuda().generate(ids.cuda(), attention_mask=mask.cuda(), **kwargs)
     assert_varied(on_cpu)

@@ -1,5 +1,6 @@
 """A saved folder loads with trust_remote_code in a process where hf_vanilla cannot be imported, and decodes there as
-the package does: the reversal model's greedy and beam decodings of a padded batch, token for token."""
+the package does: the reversal model's greedy and beam decodings of a padded batch, token for token (sentences the
+model is checked to reverse both ways without the cache, `reversal.reversal_rows`)."""
 
 import json
 import os
@@ -7,7 +8,7 @@ import os
 import torch
 
 from remote_loader import run_loader
-from reversal import assert_varied, decoded, reversal_batch
+from reversal import assert_varied, decoded, reversal_rows
 
 
 def test_remote_code_load_decodes_identically_and_refuses_without_trust(reversal_model, reversal_model_dir):
@@ -16,7 +17,7 @@ def test_remote_code_load_decodes_identically_and_refuses_without_trust(reversal
     assert config["auto_map"]["AutoModelForSeq2SeqLM"] == "modeling_vanilla.VanillaTransformerForConditionalGeneration"
     for name in ("modeling_vanilla.py", "configuration_vanilla.py"):
         assert (folder / name).exists(), name
-    ids, mask, answers = reversal_batch(seed=8, rows=5, lengths=(3, 10))
+    ids, mask, answers = reversal_rows(reversal_model, 8, [3, 10, 5, 7, 4], {"num_beams": 1}, {"num_beams": 4})
     expected = {
         key: reversal_model.generate(ids, attention_mask=mask, num_beams=beams).tolist()
         for key, beams in (("greedy", 1), ("beam", 4))
