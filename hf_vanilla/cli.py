@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import error_line
-from .flag_bounds import bound_problems
 
 
 def _fail(message: str) -> SystemExit:
@@ -321,20 +320,6 @@ def _quiet_loading() -> None:
     logging.disable_progress_bar()
 
 
-# The smallest value of each numeric flag, whichever subcommand has it (checked before any file or model is read).
-AT_LEAST = {
-    "num_beams": 1,
-    "batch_tokens": 1,
-    "max_input_tokens": 2,
-    "min_new_tokens": 0,
-    "max_new_tokens": 1,
-    "no_repeat_ngram_size": 0,
-    "no_stutter_span_size": 0,
-    "last": 1,
-    "port": 1,
-}
-
-
 # The longest document `summarize` reads, in tokens, when neither --max-input-tokens nor the model sets one.
 SUMMARY_INPUT_TOKENS = 1024
 
@@ -356,9 +341,6 @@ COMMANDS = {
 
 
 def run(args: argparse.Namespace) -> None:
-    """Runs the parsed command line: its numeric flags checked first (one line on stderr, exit 1), then its
-    subcommand."""
-    problems = bound_problems(vars(args), AT_LEAST)
-    if problems:
-        raise _fail(problems[0])
+    """Runs the parsed command line's subcommand (its flags and model paths already checked by
+    `hf_vanilla_cli.first_problem`)."""
     COMMANDS[args.command](args)

@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -297,8 +298,8 @@ def test_each_subcommand_refuses_a_model_of_another_task_in_one_line(reversal_fo
 
 
 def test_numeric_flags_of_every_subcommand_are_checked_by_one_rule_before_anything_is_read(tmp_path):
-    """The CLI's one table of smallest values (cli.AT_LEAST), worded as the recipes' (flag_bounds): a ZeroDivision
-    or a negative tensor size was what --num-beams 0 / -3 gave translate before."""
+    """The CLI's one table of smallest values (hf_vanilla_cli.AT_LEAST), worded as the recipes' (flag_bounds): a
+    ZeroDivision or a negative tensor size was what --num-beams 0 / -3 gave translate before."""
     missing = str(tmp_path / "missing")
     for argv, expected in (
         (["translate", missing, "--num-beams", "0"], "--num-beams must be at least 1, got 0"),
@@ -311,3 +312,35 @@ def test_numeric_flags_of_every_subcommand_are_checked_by_one_rule_before_anythi
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert str(exit_.value.code) == f"hf-vanilla: {expected}", argv
+
+
+def test_a_model_path_that_is_not_there_is_refused_at_once_in_one_line(tmp_path):
+    """Every subcommand that takes a model (or push's folder) refuses a local path that does not exist before the
+    package is imported and without asking the Hub: `runs/does_not_exist` beside a `runs/` folder, `./x`, `/x`, `~/x`
+    (it was taken for the Hub id "runs/does_not_exist": 28 s and 11 lines of retries offline)."""
+    (tmp_path / "runs").mkdir()
+    out = str(tmp_path / "out")
+    cases = [
+        (["translate", "runs/does_not_exist"], "runs/does_not_exist"),
+        (["parse", "./nope"], "./nope"),
+        (["summarize", str(tmp_path / "nope")], str(tmp_path / "nope")),
+        (["attention", "runs/a", "--source", "a b", "--output", out], "runs/a"),
+        (["app", str(tmp_path), "runs/a"], str(tmp_path)),  # the first model that is not one: a folder, no config
+        (["import-marian", "runs/opus", out], "runs/opus"),
+        (["export-marian", "~/hf-vanilla-no-such-model", out], "~/hf-vanilla-no-such-model"),
+        (["export-ct2", "runs/a", out], "runs/a"),
+        (["push", "runs/a", "user/model", "--dry-run"], "runs/a"),
+    ]
+    for argv, named in cases:
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "hf_vanilla_cli", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        elapsed = time.monotonic() - started
+        assert result.returncode == 1 and result.stdout == "", argv
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("hf-vanilla: no "), result.stderr
+        assert named in result.stderr and elapsed < 3, (argv, elapsed, result.stderr)
+    # A name that may be a Hub id (no folder "owner" here) is still left to the Hub.
+    from hf_vanilla.model_paths import is_local_path, model_path_problem
+
+    assert not is_local_path("owner/name") and model_path_problem("Helsinki-NLP/opus-mt-en-de") is None
