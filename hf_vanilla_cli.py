@@ -11,6 +11,9 @@ from pathlib import Path
 # The longest document `summarize` reads when neither --max-input-tokens nor the model sets one: for the help text,
 # `hf_vanilla.cli.SUMMARY_INPUT_TOKENS` (a test keeps the two equal).
 SUMMARY_INPUT_TOKENS = 1024
+# --input's other kinds of file, and the flag that chooses their text.
+TABLE_INPUT = ", or a .jsonl or .csv file of rows, one output line a row (with --text-column)"
+TEXT_COLUMN = "The column of a .jsonl or .csv --input that holds the text (a JSONL or CSV file is refused without it)."
 
 
 def _version() -> str:
@@ -22,7 +25,8 @@ def _version() -> str:
 
 def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("model", help="A model folder or a Hub id.")
-    command.add_argument("--input", help="A text file, one sentence a line (default: stdin).")
+    command.add_argument("--input", help=f"A text file, one sentence a line{TABLE_INPUT} (default: stdin).")
+    command.add_argument("--text-column", metavar="NAME", help=TEXT_COLUMN)
     command.add_argument("--num-beams", type=int, help="Beam size (default: the model's, i.e. the paper's).")
     command.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
     command.add_argument("--batch-tokens", type=int, default=4000, help="Source tokens per decoding batch.")
@@ -72,7 +76,8 @@ def _decoding_commands(commands) -> None:
         "summarize", help="Summarize documents, one a line (stdin or --input), to stdout, one summary a line."
     )
     summarize.add_argument("model", help="A summarization model folder or Hub id.")
-    summarize.add_argument("--input", help="A text file, one document a line (default: stdin).")
+    summarize.add_argument("--input", help=f"A text file, one document a line{TABLE_INPUT} (default: stdin).")
+    summarize.add_argument("--text-column", metavar="NAME", help=TEXT_COLUMN)
     summarize.add_argument("--num-beams", type=int, help="Beam size (default: the model's generation config).")
     summarize.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
     summarize.add_argument(
