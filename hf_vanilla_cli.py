@@ -3,12 +3,17 @@ hf_vanilla package (seconds of imports), so that `hf-vanilla --help`, `--version
 the subcommands themselves run in `hf_vanilla.cli`."""
 
 import argparse
+import importlib.util
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 # The longest document `summarize` reads when neither --max-input-tokens nor the model sets one: for the help text,
 # `hf_vanilla.cli.SUMMARY_INPUT_TOKENS` (a test keeps the two equal).
 SUMMARY_INPUT_TOKENS = 1024
+# --input's other kinds of file, and the flag that chooses their text.
+TABLE_INPUT = ", or a .jsonl or .csv file of rows, one output line a row (with --text-column)"
+TEXT_COLUMN = "The column of a .jsonl or .csv --input that holds the text (a JSONL or CSV file is refused without it)."
 
 
 def _version() -> str:
@@ -20,7 +25,8 @@ def _version() -> str:
 
 def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("model", help="A model folder or a Hub id.")
-    command.add_argument("--input", help="A text file, one sentence a line (default: stdin).")
+    command.add_argument("--input", help=f"A text file, one sentence a line{TABLE_INPUT} (default: stdin).")
+    command.add_argument("--text-column", metavar="NAME", help=TEXT_COLUMN)
     command.add_argument("--num-beams", type=int, help="Beam size (default: the model's, i.e. the paper's).")
     command.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
     command.add_argument("--batch-tokens", type=int, default=4000, help="Source tokens per decoding batch.")
@@ -70,7 +76,8 @@ def _decoding_commands(commands) -> None:
         "summarize", help="Summarize documents, one a line (stdin or --input), to stdout, one summary a line."
     )
     summarize.add_argument("model", help="A summarization model folder or Hub id.")
-    summarize.add_argument("--input", help="A text file, one document a line (default: stdin).")
+    summarize.add_argument("--input", help=f"A text file, one document a line{TABLE_INPUT} (default: stdin).")
+    summarize.add_argument("--text-column", metavar="NAME", help=TEXT_COLUMN)
     summarize.add_argument("--num-beams", type=int, help="Beam size (default: the model's generation config).")
     summarize.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
     summarize.add_argument(
@@ -167,9 +174,64 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The smallest value of each numeric flag, whichever subcommand has it (checked before any file or model is read).
+AT_LEAST = {
+    "num_beams": 1,
+    "batch_tokens": 1,
+    "max_input_tokens": 2,
+    "min_new_tokens": 0,
+    "max_new_tokens": 1,
+    "no_repeat_ngram_size": 0,
+    "no_stutter_span_size": 0,
+    "last": 1,
+    "port": 1,
+}
+
+# Each subcommand's arguments that name a model (a folder or a Hub id), and push's recipe output folder (always a
+# path here): checked before the package is imported (`hf_vanilla/model_paths.py`).
+MODEL_ARGUMENTS = {
+    "translate": ("model",),
+    "parse": ("model",),
+    "summarize": ("model",),
+    "attention": ("model",),
+    "app": ("models",),
+    "import-marian": ("source",),
+    "export-marian": ("model",),
+    "export-ct2": ("model",),
+}
+FOLDER_ARGUMENTS = {"push": ("folder",)}
+
+
+def _package_file(name: str):
+    """The standard-library-only module `hf_vanilla/NAME.py` (`flag_bounds`, `model_paths`), read without importing
+    the package (its `__init__` imports transformers and torch: seconds)."""
+    folder = importlib.util.find_spec("hf_vanilla").submodule_search_locations[0]
+    spec = importlib.util.spec_from_file_location(f"hf_vanilla_cli.{name}", Path(folder) / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def first_problem(args: argparse.Namespace) -> str | None:
+    """The first thing wrong with the parsed command line that is seen without loading anything, or None: a numeric
+    flag under its smallest value (`AT_LEAST`), then a model path that is not there (`model_paths`)."""
+    problems = _package_file("flag_bounds").bound_problems(vars(args), AT_LEAST)
+    paths = _package_file("model_paths")
+    for argument in MODEL_ARGUMENTS.get(args.command, ()):
+        value = getattr(args, argument)
+        problems += [paths.model_path_problem(name) for name in (value if isinstance(value, list) else [value])]
+    for argument in FOLDER_ARGUMENTS.get(args.command, ()):
+        problems.append(paths.folder_problem(getattr(args, argument)))
+    return next((problem for problem in problems if problem), None)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """The console script: parses the command line here, then runs it with `hf_vanilla.cli.run`."""
+    """The console script: parses the command line here and refuses what is wrong with it at once (`first_problem`,
+    one line on stderr, exit 1), then runs it with `hf_vanilla.cli.run`."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    problem = first_problem(args)
+    if problem:
+        raise SystemExit(f"hf-vanilla: {problem}")
     from hf_vanilla.cli import run
 
     run(args)

@@ -417,12 +417,14 @@ def launch(
     share: bool = False,
     **launch_kwargs,
 ):
-    """Builds the demo of `models` and serves it (blocking unless `prevent_thread_lock=True`) on `host`:`port`
-    (Gradio's defaults, 127.0.0.1:7860, or a Space's, when None), with a public gradio.live link too when `share`.
-    A port already in use is a ValueError in one line, before the models are read."""
+    """Builds the demo of `models` and serves it on `host`:`port` (Gradio's defaults, 127.0.0.1:7860, or a Space's,
+    when None), with a public gradio.live link too when `share`; prints the address(es) as soon as it serves, then
+    blocks until Ctrl-C (unless `prevent_thread_lock=True`: the demo is returned serving). A port already in use is a
+    ValueError in one line, before the models are read."""
     if port is not None:
         check_port(host or "127.0.0.1", port)
     demo = build_app(models, max_input_tokens)
+    block = not launch_kwargs.pop("prevent_thread_lock", False)
     demo.launch(
         server_name=host,
         server_port=port,
@@ -430,11 +432,16 @@ def launch(
         show_error=True,
         ssr_mode=False,
         share=share,
+        prevent_thread_lock=True,  # serving once it returns: the address is printed, then this thread waits
         # Gradio's own lines speak of launch()'s arguments; the one line below speaks of the CLI's flags.
         **{"quiet": True, **launch_kwargs},
     )
-    public = f" and {demo.share_url}" if share and demo.share_url else " (--share: a public link too)"
+    public = " (--share: a public link too)"
+    if share:
+        public = f" and {demo.share_url}" if demo.share_url else " (no public link: gradio.live was not reached)"
     print(f"serving the demo on {demo.local_url}{public}; Ctrl-C stops it", flush=True)
+    if block:
+        demo.block_thread()
     return demo
 
 

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import error_line
-from .flag_bounds import bound_problems
 
 
 def _fail(message: str) -> SystemExit:
@@ -61,14 +60,20 @@ def _write_lines(lines: Iterable[str]) -> None:
     sys.stdout.buffer.flush()
 
 
-def _warn_lines(where: str, numbers: list[int], problem: str) -> None:
-    """One line on stderr naming the input lines that have `problem`."""
+def _warn_lines(where: str, numbers: list[int], problem: str, unit: str = "line") -> None:
+    """One line on stderr naming the input lines (or a table's rows: `unit` "row") that have `problem`."""
     if not numbers:
         return
     listed = ", ".join(str(n) for n in numbers[:MAX_LISTED_LINES])
     if len(numbers) > MAX_LISTED_LINES:
         listed += f" and {len(numbers) - MAX_LISTED_LINES} more"
-    print(f"hf-vanilla: warning: {where} line{'s' * (len(numbers) > 1)} {listed}: {problem}", file=sys.stderr)
+    print(f"hf-vanilla: warning: {where} {unit}{'s' * (len(numbers) > 1)} {listed}: {problem}", file=sys.stderr)
+
+
+def _warn_inputs(args: argparse.Namespace, numbers: list[int], problem: str) -> None:
+    """`_warn_lines` for the texts of --input (or stdin): its lines, or a .jsonl or .csv file's rows."""
+    table = bool(args.input) and Path(args.input).suffix.lower() in TABLE_SUFFIXES
+    _warn_lines(args.input or "stdin", numbers, problem, "row" if table else "line")
 
 
 def _read_lines(path: str | None) -> list[str]:
@@ -81,6 +86,78 @@ def _read_lines(path: str | None) -> list[str]:
     lines, undecodable = split_lines(data)
     _warn_lines(path or "stdin", undecodable, "not UTF-8; the undecodable bytes were replaced with U+FFFD")
     return lines
+
+
+# --input files read as rows (one output line a row) with --text-column choosing the text, by their suffix.
+TABLE_SUFFIXES = (".jsonl", ".csv")
+# What a JSON value other than text is called in a refusal.
+JSON_KINDS = {bool: "true or false", int: "a number", float: "a number", list: "a list", dict: "an object"}
+
+
+def _read_inputs(args: argparse.Namespace) -> list[str]:
+    """The texts translate, parse or summarize decode: the lines of --input (or stdin), or for a .jsonl or .csv
+    --input its --text-column, a text a row (`_table_rows`, `_column`). A table without --text-column, and
+    --text-column on input read a line at a time, are refused in one line."""
+    suffix = Path(args.input).suffix.lower() if args.input else ""
+    if suffix not in TABLE_SUFFIXES:
+        if args.text_column is not None:
+            raise _fail(
+                f"--text-column reads a {' or '.join(TABLE_SUFFIXES)} --input; {args.input or 'stdin'} is read a "
+                "text a line"
+            )
+        return _read_lines(args.input)
+    columns, rows = _table_rows(args.input, suffix)
+    return _column(args.input, columns, rows, args.text_column)
+
+
+def _table_rows(path: str, suffix: str) -> tuple[list[str], list[tuple[int, dict]]]:
+    """The column names (the CSV header, or the first JSON object's keys) and rows of a .jsonl or .csv file, each row
+    with the number of the line it starts on; a line that is not a JSON object is refused, naming it. Blank lines of
+    a JSONL file are no rows."""
+    lines = _read_lines(path)
+    if suffix == ".csv":
+        import csv
+        import io
+
+        reader = csv.DictReader(io.StringIO("".join(line + "\n" for line in lines), newline=""))
+        try:
+            return list(reader.fieldnames or []), [(reader.line_num, row) for row in reader]
+        except csv.Error as error:
+            raise _fail(f"{path} line {reader.line_num}: not CSV ({error})") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise _fail(f"{path} line {number}: not JSON ({error.msg}, column {error.colno})") from None
+        if not isinstance(row, dict):
+            raise _fail(f"{path} line {number}: a JSON {type(row).__name__}, not an object of columns")
+        rows.append((number, row))
+    return list(rows[0][1]) if rows else [], rows
+
+
+def _column(path: str, columns: list[str], rows: list[tuple[int, dict]], name: str | None) -> list[str]:
+    """Column `name` of each row (a missing CSV cell, or a JSON null, is an empty text: an empty output line), or a
+    one-line refusal naming the columns there are: no --text-column given, or a row without it or with other than
+    text in it."""
+    listed = ", ".join(repr(column) for column in columns) or "none"
+    if not rows:
+        raise _fail(f"{path} holds no rows")
+    if name is None:
+        raise _fail(f"{path} is a table: choose the column to read with --text-column (its columns: {listed})")
+    texts = []
+    for number, row in rows:
+        if name not in row:
+            columns_here = ", ".join(repr(column) for column in row if column is not None)
+            raise _fail(f"{path} line {number} has no column {name!r} (its columns: {columns_here or 'none'})")
+        value = row[name]
+        if value is not None and not isinstance(value, str):
+            kind = JSON_KINDS.get(type(value), type(value).__name__)
+            raise _fail(f"{path} line {number}: column {name!r} holds {kind}, not text")
+        texts.append(value or "")
+    return texts
 
 
 def _score_bleu(args: argparse.Namespace) -> None:
@@ -123,7 +200,7 @@ def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> l
     limit = args.max_input_tokens
     lengths = [len(tokenizer(text)["input_ids"]) if text.strip() else 0 for text in texts]
     long = [number for number, length in enumerate(lengths, 1) if length > limit]
-    _warn_lines(args.input or "stdin", long, f"over --max-input-tokens {limit} tokens; skipped (empty output line)")
+    _warn_inputs(args, long, f"over --max-input-tokens {limit} tokens; skipped (empty output line)")
     return ["" if length > limit else text for text, length in zip(texts, lengths)]
 
 
@@ -155,7 +232,7 @@ def _summary_input_limit(args: argparse.Namespace, tokenizer) -> tuple[int, str]
 def _translate(args: argparse.Namespace) -> None:
     from .decoding import generate_texts, one_line
 
-    lines = _read_lines(args.input)
+    lines = _read_inputs(args)
     model, tokenizer = _load(args.model, "translation")
     lines = _skip_long_lines(args, lines, tokenizer)
     outputs = generate_texts(
@@ -167,7 +244,7 @@ def _translate(args: argparse.Namespace) -> None:
 def _parse(args: argparse.Namespace) -> None:
     from .decoding import parse_texts, ptb_words
 
-    lines = _read_lines(args.input)
+    lines = _read_inputs(args)
     model, tokenizer = _load(args.model, "parsing")
     sentences = _skip_long_lines(args, [ptb_words(line) for line in lines], tokenizer)
     try:
@@ -191,7 +268,7 @@ def _summarize(args: argparse.Namespace) -> None:
     document still has a summary (and training documents are cut the same way), half a sentence has no translation."""
     from .decoding import check_length_bounds, generate_texts, one_line
 
-    lines = _read_lines(args.input)
+    lines = _read_inputs(args)
     model, tokenizer = _load(args.model, "summarization")
     flags = _decoding_flags(args)
     try:
@@ -200,8 +277,8 @@ def _summarize(args: argparse.Namespace) -> None:
         raise _fail(f"{error}: set --min-new-tokens <= --max-new-tokens") from None
     limit, origin = _summary_input_limit(args, tokenizer)
     lengths = [len(tokenizer(line, verbose=False)["input_ids"]) if line.strip() else 0 for line in lines]
-    _warn_lines(
-        args.input or "stdin",
+    _warn_inputs(
+        args,
         [number for number, length in enumerate(lengths, 1) if length > limit],
         f"over {limit} tokens ({origin}); only the first {limit} were read",
     )
@@ -321,20 +398,6 @@ def _quiet_loading() -> None:
     logging.disable_progress_bar()
 
 
-# The smallest value of each numeric flag, whichever subcommand has it (checked before any file or model is read).
-AT_LEAST = {
-    "num_beams": 1,
-    "batch_tokens": 1,
-    "max_input_tokens": 2,
-    "min_new_tokens": 0,
-    "max_new_tokens": 1,
-    "no_repeat_ngram_size": 0,
-    "no_stutter_span_size": 0,
-    "last": 1,
-    "port": 1,
-}
-
-
 # The longest document `summarize` reads, in tokens, when neither --max-input-tokens nor the model sets one.
 SUMMARY_INPUT_TOKENS = 1024
 
@@ -356,9 +419,6 @@ COMMANDS = {
 
 
 def run(args: argparse.Namespace) -> None:
-    """Runs the parsed command line: its numeric flags checked first (one line on stderr, exit 1), then its
-    subcommand."""
-    problems = bound_problems(vars(args), AT_LEAST)
-    if problems:
-        raise _fail(problems[0])
+    """Runs the parsed command line's subcommand (its flags and model paths already checked by
+    `hf_vanilla_cli.first_problem`)."""
     COMMANDS[args.command](args)

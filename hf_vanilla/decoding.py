@@ -1,7 +1,6 @@
 """Loading a model for decoding, and batched generation over many sentences (translations, summaries, or trees over
 the input words), ordered by length, with a progress bar."""
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from transformers import LogitsProcessorList
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from .errors import error_line
+from .model_paths import model_path_problem
 from .tokenization import truncate_ids  # one rule for a long input, in training and decoding
 
 
@@ -18,27 +18,13 @@ class ModelLoadError(RuntimeError):
     """A model or its tokenizer could not be loaded (no such folder or Hub id, missing or broken files)."""
 
 
-# A string that could name a Hub repository: "name" or "owner/name" (letters, digits, "-", "_", ".").
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-
-
 def check_model_path(model_name: str) -> None:
-    """Refuses, in the user's words (`ModelLoadError`), a model that is not there before anything is loaded: a
-    path that does not exist and cannot be a Hub id ("no model at PATH (no such folder)"), a run folder given for
-    its model ("RUN is a run folder; its model is RUN/final"), a folder without a model's config.json. A string
-    that could be a Hub id and names no folder is left to the Hub."""
-    path = Path(model_name)
-    if path.is_dir():
-        if (path / "config.json").is_file():
-            return
-        for inner in ("final", "best"):
-            if (path / inner / "config.json").is_file():
-                raise ModelLoadError(f"{model_name} is a run folder; its model is {path / inner}")
-        raise ModelLoadError(f"no model at {model_name} (the folder holds no config.json)")
-    if path.exists():
-        raise ModelLoadError(f"no model at {model_name} (a file, not a model folder)")
-    if not _HUB_ID.match(model_name):
-        raise ModelLoadError(f"no model at {model_name} (no such folder)")
+    """Refuses, in the user's words (`ModelLoadError`), a model that is not there before anything is loaded
+    (`model_paths.model_path_problem`: a local path that does not exist, a run folder given for its model, a folder
+    without a model's config.json); a name that may be a Hub id is left to the Hub."""
+    problem = model_path_problem(model_name)
+    if problem:
+        raise ModelLoadError(problem)
 
 
 def load_for_decoding(model_name: str):

@@ -30,6 +30,7 @@ from hf_vanilla.parsing.drawing import tree_svg
 from hf_vanilla_cli import main as cli_main
 
 from reversal import reversal_tokenizer, reversed_text
+from runs import tiny_model
 
 gr = pytest.importorskip("gradio", reason="the demo app needs gradio: pip install 'hf-vanilla[app]'")
 app = pytest.importorskip("hf_vanilla.app")
@@ -314,6 +315,70 @@ def test_a_port_in_use_is_one_line_naming_the_flag(reversal_folder):
         with pytest.raises(SystemExit) as exit_:
             cli_main(["app", str(reversal_folder), "--port", str(port)])
     assert str(exit_.value.code) == f"hf-vanilla: port {port} is in use: choose another --port"
+
+
+def _untrained_folders(root: Path) -> list[str]:
+    """Folders of an untrained tiny translation model, parser and summarizer (the app reads only their configs until
+    a request comes)."""
+    folders = []
+    for task in ("translation", "parsing", "summarization"):
+        tiny_model(decoding=task).save_pretrained(root / task)
+        folders.append(str(root / task))
+    return folders
+
+
+def test_the_app_command_prints_its_address_as_soon_as_it_serves(tmp_path):
+    """`hf-vanilla app` as a user starts it: the line naming its address comes while the server answers there (it
+    came after shutdown before: Gradio's launch() blocked first), and Ctrl-C stops it."""
+    import queue
+    import signal
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hf_vanilla_cli", "app", *_untrained_folders(tmp_path), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in server.stdout], daemon=True).start()
+    url, seen = f"http://127.0.0.1:{port}/", []
+    try:
+        while not seen or not seen[-1].startswith("serving the demo on"):
+            seen.append(lines.get(timeout=180))
+        assert seen[-1] == f"serving the demo on {url} (--share: a public link too); Ctrl-C stops it\n", seen
+        assert _answers(url) and server.poll() is None  # still serving, and answering, once it has said so
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=60)
+        finally:
+            server.kill()  # none left serving, whatever failed (nothing to do once it has exited)
+    assert server.returncode is not None and not _answers(url)
+
+
+def test_the_docs_list_the_apps_api_endpoints(tmp_path):
+    """docs/app.md's table of API endpoints is the app's own (`get_api_info`, what gradio_client reads): every named
+    endpoint, its parameters' names and types in order, its answers' labels in order, and no other."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "app.md").read_text()
+    table = page.split("<!-- api-endpoints -->")[1].split("<!-- /api-endpoints -->")[0]
+    documented = {}
+    for row in table.strip().splitlines()[2:]:
+        endpoint, parameters, returns = (cell.strip() for cell in row.strip("|").split("|"))
+        pairs = [parameter.split(":") for parameter in parameters.split(", ")]
+        documented[endpoint.strip("`").replace("_N", "_0")] = (
+            [(name.strip().strip("`"), kind.strip()) for name, kind in pairs],
+            returns.split("; "),
+        )
+    info = app.build_app(_untrained_folders(tmp_path)).get_api_info()
+    served = {
+        name: (
+            [(p["parameter_name"], p["python_type"]["type"]) for p in endpoint["parameters"]],
+            [r["label"] for r in endpoint["returns"]],
+        )
+        for name, endpoint in info["named_endpoints"].items()
+    }
+    assert documented == served and not info["unnamed_endpoints"]
 
 
 def test_two_users_at_once_each_get_their_own_answer(reversal_folder, reversal_model):

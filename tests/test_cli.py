@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -323,8 +324,8 @@ def test_each_subcommand_refuses_a_model_of_another_task_in_one_line(reversal_fo
 
 
 def test_numeric_flags_of_every_subcommand_are_checked_by_one_rule_before_anything_is_read(tmp_path):
-    """The CLI's one table of smallest values (cli.AT_LEAST), worded as the recipes' (flag_bounds): a ZeroDivision
-    or a negative tensor size was what --num-beams 0 / -3 gave translate before."""
+    """The CLI's one table of smallest values (hf_vanilla_cli.AT_LEAST), worded as the recipes' (flag_bounds): a
+    ZeroDivision or a negative tensor size was what --num-beams 0 / -3 gave translate before."""
     missing = str(tmp_path / "missing")
     for argv, expected in (
         (["translate", missing, "--num-beams", "0"], "--num-beams must be at least 1, got 0"),
@@ -337,3 +338,111 @@ def test_numeric_flags_of_every_subcommand_are_checked_by_one_rule_before_anythi
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert str(exit_.value.code) == f"hf-vanilla: {expected}", argv
+
+
+def test_a_model_path_that_is_not_there_is_refused_at_once_in_one_line(tmp_path):
+    """Every subcommand that takes a model (or push's folder) refuses a local path that does not exist before the
+    package is imported and without asking the Hub: `runs/does_not_exist` beside a `runs/` folder, `./x`, `/x`, `~/x`
+    (it was taken for the Hub id "runs/does_not_exist": 28 s and 11 lines of retries offline)."""
+    (tmp_path / "runs").mkdir()
+    out = str(tmp_path / "out")
+    cases = [
+        (["translate", "runs/does_not_exist"], "runs/does_not_exist"),
+        (["parse", "./nope"], "./nope"),
+        (["summarize", str(tmp_path / "nope")], str(tmp_path / "nope")),
+        (["attention", "runs/a", "--source", "a b", "--output", out], "runs/a"),
+        (["app", str(tmp_path), "runs/a"], str(tmp_path)),  # the first model that is not one: a folder, no config
+        (["import-marian", "runs/opus", out], "runs/opus"),
+        (["export-marian", "~/hf-vanilla-no-such-model", out], "~/hf-vanilla-no-such-model"),
+        (["export-ct2", "runs/a", out], "runs/a"),
+        (["push", "runs/a", "user/model", "--dry-run"], "runs/a"),
+    ]
+    for argv, named in cases:
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "hf_vanilla_cli", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        elapsed = time.monotonic() - started
+        assert result.returncode == 1 and result.stdout == "", argv
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("hf-vanilla: no "), result.stderr
+        assert named in result.stderr and elapsed < 3, (argv, elapsed, result.stderr)
+    # A name that may be a Hub id (no folder "owner" here) is still left to the Hub.
+    from hf_vanilla.model_paths import is_local_path, model_path_problem
+
+    assert not is_local_path("owner/name") and model_path_problem("Helsinki-NLP/opus-mt-en-de") is None
+
+
+# --- --input FILE.jsonl / FILE.csv --text-column NAME ----------------------------------------------------------------
+
+
+def test_a_jsonl_or_csv_input_is_read_by_its_text_column_one_output_a_row(reversal_folder, tmp_path):
+    """The column's texts are decoded as the same texts a line each (the reversal model: "a b c" -> "c b a"); a JSON
+    null or an empty CSV cell is an empty output line, as an empty line is; a quoted CSV cell may hold commas and a
+    newline; over-long texts are warned about by row."""
+    texts = ["a b c", "q r s t", "", "d e"]
+    (tmp_path / "plain.txt").write_text("\n".join(texts) + "\n")
+    rows = [{"id": n, "text": text or None, "summary": "x"} for n, text in enumerate(texts)]
+    (tmp_path / "news.jsonl").write_text(
+        "\n".join(json.dumps(row) for row in rows[:2]) + "\n\n" + "\n".join(json.dumps(row) for row in rows[2:]) + "\n"
+    )  # a blank line between rows is no row
+    (tmp_path / "news.csv").write_text('id,text\n0,a b c\n1,"q r s t"\n2,\n3,d e\n')
+    plain = hf_vanilla("translate", str(reversal_folder), "--input", str(tmp_path / "plain.txt"))
+    assert plain.returncode == 0 and plain.stdout == "c b a\nt s r q\n\ne d\n", plain.stderr
+    for name in ("news.jsonl", "news.csv"):
+        result = hf_vanilla(
+            "translate", str(reversal_folder), "--input", str(tmp_path / name), "--text-column", "text"
+        )
+        assert result.returncode == 0 and result.stdout == plain.stdout, (name, result.stderr)
+    long = hf_vanilla(
+        "translate",
+        str(reversal_folder),
+        "--input",
+        str(tmp_path / "news.jsonl"),
+        "--text-column",
+        "text",
+        "--max-input-tokens",
+        "4",
+    )
+    assert long.stdout == "c b a\n\n\ne d\n"
+    assert f"hf-vanilla: warning: {tmp_path / 'news.jsonl'} row 2: over --max-input-tokens 4" in long.stderr
+
+
+def test_a_table_input_without_its_column_or_with_a_bad_row_is_refused_in_one_line(tmp_path, monkeypatch):
+    """Refused before any model is loaded, for translate, parse and summarize alike: a JSONL or CSV file without
+    --text-column (naming the columns), a column that a row lacks (naming that row's columns), a line that is not
+    JSON (naming it), a number where text should be, --text-column on a file read a line at a time."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")  # passes the path check; never loaded
+    monkeypatch.setattr("hf_vanilla.cli._load", lambda *a: pytest.fail("loaded a model for a bad input"))
+    (tmp_path / "news.jsonl").write_text('{"id": 1, "article": "a b"}\n{"id": 2, "article": "c d", "text": "e"}\n')
+    (tmp_path / "broken.jsonl").write_text('{"text": "a b"}\n\n{"text": "c d"\n')
+    (tmp_path / "numbers.jsonl").write_text('{"text": "a b"}\n{"text": 7}\n')
+    (tmp_path / "list.jsonl").write_text('["a b"]\n')
+    (tmp_path / "news.csv").write_text("id,article\n1,a b\n")
+    (tmp_path / "plain.txt").write_text("a b\n")
+    path = str(tmp_path)
+    for input_, column, expected in (
+        (
+            "news.jsonl",
+            None,
+            f"{path}/news.jsonl is a table: choose the column to read with --text-column (its "
+            "columns: 'id', 'article')",
+        ),
+        (
+            "news.csv",
+            None,
+            f"{path}/news.csv is a table: choose the column to read with --text-column (its columns: 'id', 'article')",
+        ),
+        ("news.jsonl", "text", f"{path}/news.jsonl line 1 has no column 'text' (its columns: 'id', 'article')"),
+        ("news.csv", "text", f"{path}/news.csv line 2 has no column 'text' (its columns: 'id', 'article')"),
+        ("broken.jsonl", "text", f"{path}/broken.jsonl line 3: not JSON (Expecting ',' delimiter, column 15)"),
+        ("numbers.jsonl", "text", f"{path}/numbers.jsonl line 2: column 'text' holds a number, not text"),
+        ("list.jsonl", "text", f"{path}/list.jsonl line 1: a JSON list, not an object of columns"),
+        ("plain.txt", "text", f"--text-column reads a .jsonl or .csv --input; {path}/plain.txt is read a text a line"),
+    ):
+        for command in ("translate", "parse", "summarize"):
+            flags = ["--input", f"{path}/{input_}"] + (["--text-column", column] if column else [])
+            with pytest.raises(SystemExit) as exit_:
+                main([command, str(model), *flags])
+            assert str(exit_.value.code) == f"hf-vanilla: {expected}", (command, input_)

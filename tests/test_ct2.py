@@ -238,7 +238,7 @@ def test_export_errors_are_one_line(reversal_folder, reversal_model_dir, tmp_pat
         ([str(reversal_folder), str(tmp_path / "taken")], "already exists"),
         ([str(reversal_folder), str(tmp_path / "q"), "--quantization", "int3"], "quantization 'int3' is not one of"),
         ([str(reversal_model_dir), str(tmp_path / "no-tokenizer")], "cannot export"),
-        ([str(tmp_path / "nowhere"), str(tmp_path / "x")], "cannot export"),
+        ([str(tmp_path / "nowhere"), str(tmp_path / "x")], "no model at"),
     ):
         with pytest.raises(SystemExit) as exit_:
             cli_main(["export-ct2", *args])

@@ -114,3 +114,17 @@ def test_the_docs_name_every_preset_subcommand_and_tab_the_code_has():
     from hf_vanilla.app import TASKS
 
     assert [label for label, _ in TASKS.values() if f"**{label}**" not in app_page] == []
+
+
+def test_every_figure_of_the_benchmarks_page_is_rendered_from_its_records():
+    """docs/benchmarks.md's measured figures sit in blocks that `benchmarks/render_tables.py` rewrites from the
+    records under benchmarks/results/: the page equals its rendering, every block the script knows is on the page, and
+    no table stands outside a block (the page once showed figures that no record held: 601.5 tokens/s, 49.2)."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    page = render_tables.PAGE.read_text()
+    assert render_tables.render(page) == page, "run python benchmarks/render_tables.py"
+    assert sorted(name for _, name, _, _ in render_tables.BLOCK.findall(page)) == sorted(render_tables.BLOCKS)
+    outside = render_tables.BLOCK.sub("", page)
+    assert [line for line in outside.splitlines() if line.startswith("|")] == []

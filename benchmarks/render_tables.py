@@ -1,0 +1,200 @@
+"""docs/benchmarks.md's measured figures, rendered from the records under benchmarks/results/.
+
+    python benchmarks/render_tables.py           # rewrite the page's record blocks from the records
+    python benchmarks/render_tables.py --check   # exit 1, naming the blocks, where the page and the records differ
+
+Each block of the page sits between `<!-- record: NAME -->` and `<!-- /record -->`; NAME is one of `BLOCKS`, which
+names the record(s) it is read from. Everything between the two comments is rewritten: a figure is changed by
+recording a new run (the command each block names), never by hand. tests/test_docs.py checks that the page equals
+its rendering and that no table of the page stands outside a block.
+"""
+
+import argparse
+import json
+import re
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PAGE = ROOT / "docs" / "benchmarks.md"
+BLOCK = re.compile(r"(<!-- record: ([\w-]+) -->\n)(.*?)(<!-- /record -->)", re.DOTALL)
+
+MARIAN_RECORD = "2026-11-23-cpu.json"
+ENGINE_RECORDS = ("2026-11-23-cpu-engines.json", "2026-11-23-cpu-engines-speed-2.json")
+ENGINES = ("hf_vanilla", "MarianMTModel", "CTranslate2 float32", "CTranslate2 int8")
+# The decoding settings, as the records key them, and as the tables name them.
+SETTINGS = {
+    "greedy_b1": "greedy, batch 1",
+    "beam4_b1": "beam 4, batch 1",
+    "greedy_b16": "greedy, batch 16",
+    "beam4_b16": "beam 4, batch 16",
+}
+
+
+def record(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text())
+
+
+def number(value: float, digits: int = 1) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def wrapped(text: str) -> str:
+    """A paragraph of prose wrapped at the docs' 119 columns, ended by a newline."""
+    return textwrap.fill(text, 119, break_long_words=False, break_on_hyphens=False) + "\n"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    rule = "|" + "---|" * len(header) + "\n"
+    lines = ["| " + " | ".join(cells) + " |\n" for cells in [header, *rows]]
+    return lines[0] + rule + "".join(lines[1:])
+
+
+def marian_block() -> str:
+    """compare_marian.py --record on the CPU: training and decoding beside MarianMTModel and FSMT, and the sampler."""
+    run = record(MARIAN_RECORD)
+    setting, results = run["setting"], run["results"]
+    ours, marian, fsmt = results["hf_vanilla"], results["MarianMTModel"], results["FSMT"]
+    rows = [["training tokens/s", "train_tokens_per_s"], ["peak memory (MiB)", "peak_memory_mib"]]
+    rows += [[f"generate {label} (tokens/s)", f"generate_{key}_tok_s"] for key, label in SETTINGS.items()]
+    cells = [
+        [label, *(number(model[key]) for model in (ours, marian, fsmt)), number(ours[key] / marian[key], 2)]
+        for label, key in rows
+    ]
+    length, sampler = setting["length"], results["sampler"]
+    return (
+        wrapped(
+            f"`benchmarks/results/{MARIAN_RECORD}` (`python benchmarks/compare_marian.py --record`, {run['date']}): "
+            f"{run['device']}, {setting['dtype']}, {setting['threads']} threads, torch {run['torch']}, transformers "
+            f"{run['transformers']}; batch {setting['batch_size']} × {length} + {length} tokens, "
+            f"{setting['new_tokens']} new tokens, each figure the mean of {setting['repeats']} timed calls after a "
+            f"warm-up; hf_vanilla's and Marian's logits differ by at most "
+            f"{ours['max_logit_difference_vs_marian']:.1e}:"
+        )
+        + "\n"
+        + table(["figure", "hf_vanilla", "MarianMTModel", "FSMT", "hf_vanilla / Marian"], cells)
+        + "\n"
+        + wrapped(
+            f"The token-budget sampler pads {sampler['sampler_padding']:.1%} of a "
+            f"{number(sampler['sampler_max_tokens'], 0)}-token batch on the WMT sample, random batches "
+            f"{sampler['random_padding']:.1%} (a count, the same on every machine)."
+        )
+    )
+
+
+def _speeds(model: str) -> str:
+    """The engines' speed table of `model` ("demo" or "base"): median (best) of each record, " · " between them."""
+    runs = [record(name)["results"][model]["speed"] for name in ENGINE_RECORDS]
+
+    def cell(engine: str, key: str) -> str:
+        return " · ".join(f"{number(r[engine][key]['median'], 0)} ({number(r[engine][key]['best'], 0)})" for r in runs)
+
+    title = "demo model" if model == "demo" else "Transformer-base size"
+    return table([title, *ENGINES], [[label, *(cell(e, key) for e in ENGINES)] for key, label in SETTINGS.items()])
+
+
+def _ratio_range(model: str, faster: str, slower: str) -> str:
+    """The least and greatest ratio of `faster`'s median speed to `slower`'s, over the settings and both records."""
+    ratios = [
+        r["results"][model]["speed"][faster][key]["median"] / r["results"][model]["speed"][slower][key]["median"]
+        for r in map(record, ENGINE_RECORDS)
+        for key in SETTINGS
+    ]
+    return f"{min(ratios):.1f}-{max(ratios):.1f}x"
+
+
+def engine_speed_block() -> str:
+    """compare_engines.py: target tokens/s of the four engines on the demo model and at Transformer-base size."""
+    setting = record(ENGINE_RECORDS[0])["setting"]
+    names = " and ".join(f"`benchmarks/results/{name}`" for name in ENGINE_RECORDS)
+    return (
+        wrapped(
+            f"{names} ({setting['threads']} threads, {setting['rounds']} rounds, {setting['sentences_b1']} "
+            f"sentences at batch 1 and {setting['sentences_b16']} at batch 16, {setting['new_tokens']} new tokens "
+            f"each; the demo model has {number(setting['demo_parameters'], 0)} parameters; {setting['note']}): target "
+            "tokens/s, median (best round) of the first record · of the second (`--skip-bleu`):"
+        )
+        + "\n"
+        + _speeds("demo")
+        + "\n"
+        + _speeds("base")
+        + "\n"
+        + wrapped(
+            f"CTranslate2 float32 runs at {_ratio_range('demo', 'CTranslate2 float32', 'hf_vanilla')} hf_vanilla's "
+            f"speed on the demo model and {_ratio_range('base', 'CTranslate2 float32', 'hf_vanilla')} at "
+            f"Transformer-base size; int8 at {_ratio_range('demo', 'CTranslate2 int8', 'CTranslate2 float32')} and "
+            f"{_ratio_range('base', 'CTranslate2 int8', 'CTranslate2 float32')} CTranslate2 float32's (medians)."
+        )
+    )
+
+
+def engine_bleu_block() -> str:
+    """compare_engines.py: each engine's sacreBLEU on the demo's test verses, and its outputs equal to hf_vanilla's."""
+    bleu = record(ENGINE_RECORDS[0])["results"]["demo"]["bleu"]
+    decodings = {"greedy": "greedy", "beam 4": "beam 4"}
+    rows = [
+        [label, *(number(bleu[f"{e}, {key}"]["sacrebleu"], 2) for e in ENGINES)] for key, label in decodings.items()
+    ]
+    same = [", ".join(str(bleu[f"{e}, {key}"]["same_tokens_as_hf_vanilla"]) for key in decodings) for e in ENGINES]
+    rows.append(["outputs identical to hf_vanilla's (greedy, beam 4)", *same])
+    paper = next(value for key, value in bleu.items() if key.startswith("hf_vanilla, paper decoding"))
+    sentences = bleu["hf_vanilla, greedy"]["sentences"]
+    at_limit = sum(bleu[f"{e}, {key}"]["at_length_limit"] for e in ENGINES for key in decodings)
+    int8 = [bleu[f"CTranslate2 int8, {key}"] for key in decodings]
+    changed = ", ".join(f"{sentences - row['same_tokens_as_hf_vanilla']}" for row in int8)
+    moved = ", ".join(
+        f"{row['sacrebleu'] - bleu[f'CTranslate2 float32, {key}']['sacrebleu']:+.2f}"
+        for row, key in zip(int8, decodings)
+    )
+    return (
+        wrapped(
+            f"`benchmarks/results/{ENGINE_RECORDS[0]}`: sacreBLEU on the demo's {sentences} test verses "
+            f"(hf_vanilla with the paper's decoding: {number(paper['sacrebleu'], 2)}); {at_limit} outputs reached "
+            "the length limit:"
+        )
+        + "\n"
+        + table(["sacreBLEU", *ENGINES], rows)
+        + "\n"
+        + wrapped(
+            f"int8 changes {changed} of the {sentences} outputs (greedy, beam 4) and BLEU by {moved} against "
+            "CTranslate2 float32."
+        )
+    )
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "compare-marian-cpu": marian_block,
+    "engines-speed": engine_speed_block,
+    "engines-bleu": engine_bleu_block,
+}
+
+
+def render(page: str) -> str:
+    """`page` with every record block rewritten from its records; a block of an unknown NAME is a KeyError."""
+    return BLOCK.sub(lambda m: m.group(1) + BLOCKS[m.group(2)]() + m.group(4), page)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="Exit 1 where the page differs from its records.")
+    args = parser.parse_args()
+    page = PAGE.read_text()
+    rendered = render(page)
+    if args.check:
+        stale = [
+            name
+            for (_, name, body, _), (_, _, new, _) in zip(BLOCK.findall(page), BLOCK.findall(rendered))
+            if body != new
+        ]
+        if stale:
+            sys.exit(f"render_tables: {PAGE.name} differs from its records in: {', '.join(stale)}")
+        return
+    PAGE.write_text(rendered)
+    print(f"rendered {len(BLOCK.findall(page))} blocks of {PAGE}")
+
+
+if __name__ == "__main__":
+    main()
