@@ -308,7 +308,7 @@ def test_a_signal_before_training_ends_in_one_line_and_the_same_command_runs_aga
     [
         (["--preset", "dmo"], "wmt_ende: --preset must be one of"),
         (["--max-stps", "3"], "error: unrecognized arguments: --max-stps 3 (did you mean --max-steps?)"),
-        (["--vocab-size", "1200"], "holds a tokenizer trained for other data"),  # the first run's tokenizer, another vocabulary
+        (["--vocab-size", "1200"], "holds a tokenizer trained for other data"),  # not the first run's vocabulary
     ],
 )
 def test_a_recipe_error_under_the_readme_launcher_ends_in_at_most_three_lines(flags, message, tmp_path):
