@@ -17,11 +17,16 @@ def _fail(message: str) -> SystemExit:
 
 def _average(args: argparse.Namespace) -> None:
     from .training.checkpoints import CheckpointError, average_checkpoints, list_checkpoints
+    from .training.run_folder import recorded_run
 
     if args.checkpoints:
         chosen = [Path(p) for p in args.checkpoints]
     else:
-        chosen = list_checkpoints(Path(args.run_dir))[-args.last :]
+        try:  # the checkpoints of the run that the folder records, where it records one
+            run = recorded_run(Path(args.run_dir))
+        except (OSError, ValueError, KeyError) as error:
+            raise _fail(f"{args.run_dir}/run.json is unreadable: {error}") from None
+        chosen = list_checkpoints(Path(args.run_dir), run.owns if run is not None else None)[-args.last :]
         if not chosen:
             raise SystemExit(f"hf-vanilla: no complete checkpoint in {args.run_dir}")
     try:

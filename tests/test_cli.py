@@ -34,6 +34,16 @@ def test_average_checkpoints_command_on_known_values(tmp_path):
     assert result.returncode == 0, result.stderr
     weights = load_file(str(tmp_path / "avg" / "model.safetensors"))
     assert all(torch.all(t == 14.0 / 3).item() for t in weights.values())
+    # A run folder that records its run (run.json): only that run's checkpoints (their manifests name it) are taken.
+    from hf_vanilla.training.checkpoints import _write_manifest
+
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "this-run"}))
+    for step in (1, 2, 3, 4):
+        _write_manifest(tmp_path / f"checkpoint-{step:08d}", "another-run" if step == 4 else "this-run")
+    result = hf_vanilla("average-checkpoints", str(tmp_path), "--last", "3", "--output", str(tmp_path / "own"))
+    assert result.returncode == 0 and "checkpoint-00000004" not in result.stdout, result.stderr
+    weights = load_file(str(tmp_path / "own" / "model.safetensors"))
+    assert all(torch.all(t == 7.0 / 3).item() for t in weights.values())
 
 
 def test_scoring_commands_and_clear_errors(tmp_path):

@@ -79,13 +79,11 @@ def claim_run_folder(output_dir: Path, recipe: str, resume: bool, overwrite: boo
     given one, and adopts the checkpoints that name no run); otherwise a new run, the old run's files removed first
     with --overwrite-output-dir (`RUN_FILES` and checkpoints; nothing else). Writes OUTPUT_DIR/run.json."""
     output_dir = Path(output_dir)
-    record_file = output_dir / RUN_FILE
-    if resume and record_file.is_file():
+    if resume and (output_dir / RUN_FILE).is_file():
         try:
-            record = json.loads(record_file.read_text())
-            return RunFolder(record["run_id"], record.get("adopts_unmarked_checkpoints", False))
+            return recorded_run(output_dir)
         except (OSError, ValueError, KeyError) as error:
-            raise PreflightError(f"--resume: {record_file} is unreadable ({error})") from error
+            raise PreflightError(f"--resume: {output_dir / RUN_FILE} is unreadable ({error})") from error
     adopts = resume and any(output_dir.glob(f"{PREFIX}*"))
     try:
         if overwrite:
@@ -95,6 +93,15 @@ def claim_run_folder(output_dir: Path, recipe: str, resume: bool, overwrite: boo
     except OSError as error:
         raise PreflightError(f"cannot prepare the output folder {output_dir}: {error_line(error)}") from error
     return run
+
+
+def recorded_run(output_dir: Path) -> RunFolder | None:
+    """The run that OUTPUT_DIR/run.json names (None without the file); an unreadable record raises."""
+    record_file = Path(output_dir) / RUN_FILE
+    if not record_file.is_file():
+        return None
+    record = json.loads(record_file.read_text())
+    return RunFolder(record["run_id"], record.get("adopts_unmarked_checkpoints", False))
 
 
 def write_record(record_file: Path, run: RunFolder, recipe: str, command: str) -> None:
