@@ -118,7 +118,9 @@ class RunSettings:
     length_penalty: float | None = setting("GNMT length penalty alpha.")
     max_length_offset: int | None = setting("Maximum output = source length + this.")
     # Data
-    max_train_samples: int | None = setting("Train on the first N training pairs only (before any filtering).")
+    max_train_samples: int | None = setting(
+        "Train on the first N training pairs only (after the preset's word limits, before the token-length filters)."
+    )
     max_length: int | None = setting("Training pairs with a side longer than this many tokens are dropped.")
     max_length_ratio: float | None = setting(
         "Training pairs whose longer side has more than this times the tokens of the shorter are dropped (0: no "

@@ -157,7 +157,7 @@ def start(name: str, args: RunSettings, presets: dict[str, dict], **new_model_fi
     refuse_deepspeed()
     refuse_metric_under_fsdp(settings.eval_metric_sentences)
     output_dir = Path(settings.output_dir or f"runs/{name}")
-    check_run_folder(output_dir, settings.resume, settings.overwrite_output_dir)
+    check_run_folder(output_dir, settings.resume, settings.overwrite_output_dir, settings.init_from)
     accelerator = create_accelerator(
         name, output_dir, settings.mixed_precision, settings.report_to, vars(settings), settings.torch_compile
     )

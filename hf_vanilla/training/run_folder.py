@@ -62,9 +62,16 @@ def prior_run(output_dir: Path) -> list[str]:
     return [name for name in RUN_MARKERS if (output_dir / name).exists()] + found
 
 
-def check_run_folder(output_dir: Path, resume: bool, overwrite: bool) -> None:
+def check_run_folder(output_dir: Path, resume: bool, overwrite: bool, init_from: str | None = None) -> None:
     """Refuses, in one line before anything is read or written, a fresh run into a folder that holds another run
-    (`prior_run`), unless --resume or --overwrite-output-dir says what to do with it."""
+    (`prior_run`), unless --resume or --overwrite-output-dir says what to do with it; and --overwrite-output-dir
+    where it would remove --init-from's model."""
+    if overwrite and init_from is not None and Path(init_from).exists():
+        model, folder = Path(init_from).resolve(), Path(output_dir).resolve()
+        if model == folder or folder in model.parents:
+            raise PreflightError(
+                f"--overwrite-output-dir would remove --init-from's model {init_from}: give another --output-dir"
+            )
     found = prior_run(output_dir)
     if found and not resume and not overwrite:
         shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")

@@ -94,6 +94,10 @@ def test_overwrite_removes_only_what_a_run_writes(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["cache", "notes.txt"]
     check_run_folder(folder, resume=False, overwrite=False)  # encoded splits (reusable) and others' files: no run
     check_run_folder(tmp_path / "absent", resume=False, overwrite=False)
+    (folder / "final").mkdir()
+    with pytest.raises(PreflightError, match="--overwrite-output-dir would remove --init-from's model"):
+        check_run_folder(folder, resume=False, overwrite=True, init_from=str(folder / "final"))
+    check_run_folder(folder, resume=False, overwrite=True, init_from=str(tmp_path))  # a folder above it: untouched
 
 
 def test_resume_and_overwrite_together_are_refused_before_anything_runs(tmp_path):
