@@ -12,7 +12,8 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_vanilla
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
-from hf_vanilla.modeling_vanilla import VanillaDecodingCacheLayer, label_smoothed_cross_entropy, sinusoidal_positions
+from hf_vanilla.generation_vanilla import VanillaDecodingCacheLayer, VanillaGenerationMixin, gnmt_length_penalty
+from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
 
 from reversal import assert_cache_changes_nothing, assert_varied, decoded, reversal_accuracy, reversal_batch
 from runs import batch, tiny_model
@@ -563,7 +564,7 @@ def test_beam_scores_use_the_chosen_length_penalty(style):
 def test_gnmt_penalty_prefers_a_different_hypothesis_than_no_penalty():
     # A tiny search problem where the two rankings disagree, solved by hand: a short hypothesis with log P -2.0
     # (|Y|=2) against a long one with log P -2.3 (|Y|=8). GNMT alpha=1: -2.0/(7/6)=-1.714 vs -2.3/(13/6)=-1.062.
-    gnmt = VanillaTransformerForConditionalGeneration._gnmt_length_penalty
+    gnmt = gnmt_length_penalty
     assert -2.3 / gnmt(8, 1.0) > -2.0 / gnmt(2, 1.0)
     assert -2.3 / gnmt(8, 0.0) < -2.0 / gnmt(2, 0.0)
     assert gnmt(1, 0.6) == 1.0
@@ -628,7 +629,7 @@ def test_decoding_steps_read_nothing_back_from_the_device(monkeypatch):
     def record(original):
         def read(self):
             caller = traceback.extract_stack()[-2]
-            if caller.filename.endswith("modeling_vanilla.py"):
+            if caller.filename.endswith(("modeling_vanilla.py", "generation_vanilla.py")):
                 reads.append(caller.lineno)
             return original(self)
 
@@ -676,7 +677,7 @@ def test_beam_search_gathers_the_self_attention_cache_only(monkeypatch):
     )
     ours = model.generate(ids, **kwargs)
     assert (ours.beam_indices[:, 1:] != ours.beam_indices[:, :1]).any()  # beams were reordered
-    monkeypatch.delattr(VanillaTransformerForConditionalGeneration, "_reorder_cache")  # transformers' full reorder
+    monkeypatch.delattr(VanillaGenerationMixin, "_reorder_cache")  # transformers' full reorder
     full = model.generate(ids, **kwargs)
     assert torch.equal(ours.sequences, full.sequences)  # gathering moves values without arithmetic: bit for bit
     assert torch.equal(ours.sequences_scores, full.sequences_scores)
