@@ -784,13 +784,12 @@ class VanillaPointerGenerator(nn.Module):
         decoder_hidden_states: torch.Tensor,
         decoder_embeddings: torch.Tensor,
         source_ids: torch.LongTensor,
-        previous_ids: torch.LongTensor | None = None,
-        word_continuation_mask: torch.Tensor | None = None,
+        allowed: torch.Tensor | None = None,
     ) -> "CopyMixture":
         """The final distribution (`CopyMixture`: log P(w), float32 of shape (batch, target length, vocab); p_gen;
         a'_t) from the vocabulary logits, the attention a_t (batch x target x source), h, s_t, x_t and the source ids.
-        With `word_continuation_mask` (vocab, True for a piece that continues a word) and `previous_ids` (the decoder
-        input at each position, batch x target), copying is whole-word (`whole_word_copy_positions`).
+        With `allowed` (batch x target x source, bool), each position copies only from the source positions it allows
+        (whole-word copying: `whole_word_copy_positions`).
 
         The mixture is computed in log space and float32 (autocast off), with log_softmax and logsigmoid: a
         vocabulary probability below float32's range (a logit ~87 under the best) keeps its log-probability, where
@@ -808,9 +807,6 @@ class VanillaPointerGenerator(nn.Module):
         # w_c . c_t + w_s . s_t + w_x . x_t + b
         p_gen_logit = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1))
         p_gen_logit = p_gen_logit.squeeze(-1).float()
-        allowed = None
-        if word_continuation_mask is not None:
-            allowed = whole_word_copy_positions(source_ids, previous_ids, word_continuation_mask)
         copy_attention, has_copy = self.copy_distribution(attention, source_ids, allowed)
         with torch.autocast(device_type=attention.device.type, enabled=False):
             log_p_gen = torch.where(has_copy, nn.functional.logsigmoid(p_gen_logit), 0.0)
@@ -1052,24 +1048,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Vanilla
         else:
             logits = self.lm_head(hidden_states)
             if self.pointer_generator is not None:
-                previous_ids = None
-                if word_continuation_mask is not None:
-                    if decoder_input_ids is None:
-                        raise ValueError(
-                            "Whole-word copying reads the decoder's input ids: pass decoder_input_ids or labels, "
-                            "not decoder_inputs_embeds."
-                        )
-                    previous_ids = decoder_input_ids[:, kept]
-                mixture = self.pointer_generator(
-                    logits,
-                    outputs.copy_attention[:, kept, :],
-                    outputs.encoder_last_hidden_state,
-                    hidden_states,
-                    outputs.decoder_embeddings[:, kept, :],
-                    input_ids,
-                    previous_ids,
-                    word_continuation_mask,
-                )
+                mixture = self._copy(logits, outputs, kept, input_ids, decoder_input_ids, word_continuation_mask)
                 logits = mixture.log_probs
             if labels is not None:
                 loss = self._loss(logits, mixture, labels, num_items_in_batch)
@@ -1085,6 +1064,35 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Vanilla
             encoder_attentions=outputs.encoder_attentions,
             p_gen=mixture.p_gen if mixture is not None else None,
             copy_attention=mixture.copy_attention if mixture is not None else None,
+        )
+
+    def _copy(
+        self,
+        vocab_logits: torch.Tensor,
+        outputs: VanillaSeq2SeqModelOutput,
+        kept: slice | torch.Tensor,
+        input_ids: torch.LongTensor,
+        decoder_input_ids: torch.LongTensor | None,
+        word_continuation_mask: torch.Tensor | None,
+    ) -> "CopyMixture":
+        """The pointer-generator's final distribution at the `kept` decoder positions, whole-word with
+        `word_continuation_mask` (which reads the decoder input ids: the token each position has just read)."""
+        allowed = None
+        if word_continuation_mask is not None:
+            if decoder_input_ids is None:
+                raise ValueError(
+                    "Whole-word copying reads the decoder's input ids: pass decoder_input_ids or labels, "
+                    "not decoder_inputs_embeds."
+                )
+            allowed = whole_word_copy_positions(input_ids, decoder_input_ids[:, kept], word_continuation_mask)
+        return self.pointer_generator(
+            vocab_logits,
+            outputs.copy_attention[:, kept, :],
+            outputs.encoder_last_hidden_state,
+            outputs.last_hidden_state[:, kept, :],
+            outputs.decoder_embeddings[:, kept, :],
+            input_ids,
+            allowed,
         )
 
     def _chunked_loss(self, hidden_states: torch.Tensor, labels: torch.Tensor, num_items_in_batch) -> torch.Tensor:
