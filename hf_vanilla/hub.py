@@ -19,6 +19,7 @@ REQUIRED_FILES = (
     "model.safetensors",
     "modeling_vanilla.py",
     "configuration_vanilla.py",
+    "generation_vanilla.py",
     "tokenizer.json",
     "generation_config.json",
     "README.md",

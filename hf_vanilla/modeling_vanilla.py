@@ -19,11 +19,10 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.utils.checkpoint import checkpoint
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.cache_utils import Cache, DynamicCache, DynamicLayer, EncoderDecoderCache
-from transformers.generation import LogitsProcessor, LogitsProcessorList
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
@@ -33,11 +32,12 @@ from transformers.modeling_outputs import (
     Seq2SeqModelOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.utils import can_return_tuple, is_torchdynamo_compiling
+from transformers.utils import can_return_tuple
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
+from .generation_vanilla import VanillaGenerationMixin, check_continuation_mask, check_token_ids
 
 
 def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_token_id: int) -> torch.Tensor:
@@ -194,66 +194,6 @@ class VanillaAttention(nn.Module):
         return attn_output, attn_weights
 
 
-class VanillaDecodingCacheLayer(DynamicLayer):
-    """The decoder self-attention cache of one layer during `generate`: keys and values live in a buffer with room to
-    grow (doubled when full, never past `max_length` positions), so that a step writes its one position instead of
-    copying the whole cache (`DynamicLayer` concatenates), and beam search's reorder gathers into a second buffer
-    instead of allocating a new one. Keys and values read the same as `DynamicLayer`'s (views of the buffer), and an
-    operation of `DynamicLayer` that replaces them (crop, batch selection) is adopted at the next update."""
-
-    def __init__(self, max_length: int | None = None):
-        super().__init__()
-        self.max_length = max_length
-        self._buffers: list[torch.Tensor] = []  # keys, values, and the spare keys and values a reorder writes into
-
-    def _room(self, new: int) -> int | None:
-        """The length cached when the keys are the buffer's own and `new` more positions fit; None otherwise."""
-        if not self._buffers or self.keys.dim() != 4:
-            return None
-        buffer, length = self._buffers[0], self.keys.shape[-2]
-        own = self.keys.data_ptr() == buffer.data_ptr() and self.keys.shape[:2] == buffer.shape[:2]
-        return length if own and length + new <= buffer.shape[-2] else None
-
-    def _grow(self, key_states: torch.Tensor, value_states: torch.Tensor) -> int:
-        """New buffers holding the cached keys and values with room for `key_states`; returns the length cached."""
-        length = self.keys.shape[-2] if self.keys.dim() == 4 else 0
-        needed = length + key_states.shape[-2]
-        capacity = max(needed, 2 * needed if self.max_length is None else min(2 * needed, self.max_length))
-        shape = (*key_states.shape[:-2], capacity, key_states.shape[-1])
-        keys, values = key_states.new_empty(shape), value_states.new_empty(shape)
-        if length:
-            keys[:, :, :length], values[:, :, :length] = self.keys, self.values
-        self._buffers = [keys, values]
-        return length
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        length = self._room(key_states.shape[-2])
-        if length is None:
-            length = self._grow(key_states, value_states)
-        end = length + key_states.shape[-2]
-        keys, values = self._buffers[:2]
-        keys[:, :, length:end], values[:, :, length:end] = key_states, value_states
-        self.keys, self.values = keys[:, :, :end], values[:, :, :end]
-        return self.keys, self.values
-
-    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
-        length = self._room(0)
-        if length is None:  # not (or no longer) the buffer's own: DynamicLayer's reorder
-            super().reorder_cache(beam_idx)
-            return
-        if len(self._buffers) == 2:
-            self._buffers += [torch.empty_like(self._buffers[0]), torch.empty_like(self._buffers[1])]
-        keys, values, spare_keys, spare_values = self._buffers
-        beam_idx = beam_idx.to(keys.device)
-        # Whole buffers, contiguous in and out: one block copy a row, faster than gathering the strided views.
-        torch.index_select(keys, 0, beam_idx, out=spare_keys)
-        torch.index_select(values, 0, beam_idx, out=spare_values)
-        self._buffers = [spare_keys, spare_values, keys, values]
-        self.keys, self.values = spare_keys[:, :, :length], spare_values[:, :, :length]
-
-
 class VanillaFeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3), inner width d_ff; another of transformers' activations
     instead of max(0, .) when `config.activation_function` names one (e.g. `"swish"`, OPUS-MT's models)."""
@@ -393,22 +333,6 @@ class VanillaPreTrainedModel(PreTrainedModel):
             init.zeros_(module.bias)
 
 
-def _check_token_ids(ids: torch.Tensor, vocab_size: int, name: str, check_range: bool = True) -> None:
-    """A clear ValueError for token ids that are not a non-empty (batch, length) batch inside the vocabulary (on a GPU
-    an id outside it would be a device-side assert). The range check reads one boolean back from the device, a host
-    sync: `check_range=False` skips it where the ids are the model's own choices, and in training (the recipes check
-    their whole corpus once instead), so that a training step never waits for the device."""
-    if ids.dim() != 2:
-        raise ValueError(f"{name} must have shape (batch_size, sequence_length), got {tuple(ids.shape)}.")
-    if ids.numel() == 0:
-        raise ValueError(f"{name} is empty (shape {tuple(ids.shape)}): there is nothing to encode or decode.")
-    if check_range and not is_torchdynamo_compiling() and bool(((ids < 0) | (ids >= vocab_size)).any()):
-        raise ValueError(
-            f"{name} holds token ids outside the vocabulary [0, {vocab_size}): "
-            f"min {int(ids.min())}, max {int(ids.max())}."
-        )
-
-
 def _wants_attention_weights(config: VanillaTransformerConfig, kwargs: dict) -> bool:
     """Whether this call returns attention weights (`output_attentions` passed, or set in the config)."""
     return bool(kwargs.get("output_attentions", config.output_attentions))
@@ -461,7 +385,7 @@ class VanillaEncoder(VanillaPreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of input_ids or inputs_embeds to the encoder.")
         if input_ids is not None:
-            _check_token_ids(input_ids, self.config.vocab_size, "input_ids", check_range=not self.training)
+            check_token_ids(input_ids, self.config.vocab_size, "input_ids", check_range=not self.training)
             inputs_embeds = self.embed_tokens(input_ids)
         elif inputs_embeds.dim() != 3 or inputs_embeds.shape[1] == 0:
             raise ValueError(
@@ -543,7 +467,7 @@ class VanillaDecoder(VanillaPreTrainedModel):
         if input_ids is not None:
             # Continuing from a cache, the ids are generate()'s own choices: no host sync per step to check them.
             check_range = past_length == 0 and not self.training
-            _check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids", check_range=check_range)
+            check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids", check_range=check_range)
             inputs_embeds = self.embed_tokens(input_ids)
         if encoder_attention_mask is not None and tuple(encoder_attention_mask.shape) != tuple(
             encoder_hidden_states.shape[:2]
@@ -813,80 +737,6 @@ def pointer_generator_loss(
     return _per_item(per_token.masked_fill(~kept, 0).sum(), labels, num_items_in_batch)
 
 
-class SourceLengthLimitLogitsProcessor(LogitsProcessor):
-    """Forces end-of-sequence once a hypothesis reaches its own source's limit (the paper: source length + 50), so
-    every sentence of a batch stops at its own maximum output length, whatever the longest source allows."""
-
-    def __init__(self, max_new_tokens: torch.Tensor, eos_token_id: int, prompt_length: int = 1):
-        self.max_new_tokens = max_new_tokens
-        self.eos_token_id = eos_token_id
-        self.prompt_length = prompt_length
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        limits = self.max_new_tokens.to(scores.device)
-        limits = limits.repeat_interleave(scores.shape[0] // limits.shape[0])
-        must_stop = (input_ids.shape[1] - self.prompt_length + 1) >= limits
-        if not bool(must_stop.any()):
-            return scores
-        # Keep </s>'s own score (as fairseq does), so a forced ending is ranked by its real probability; a </s> that
-        # another processor suppressed still ends the sentence, with a score of -1e9.
-        forced = torch.full_like(scores, -math.inf)
-        forced[:, self.eos_token_id] = scores[:, self.eos_token_id].clamp(min=-1e9)
-        return torch.where(must_stop[:, None], forced, scores)
-
-
-class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
-    """Blocks the token that would write a span of 1 to `span_size` tokens twice in a row (a sub-word stutter such as
-    "mineral eral", "california ornia ornia": a copy attention resting on one source token twice), unless the
-    hypothesis' own source holds that span twice in a row (a word the source spells with a repeated piece, "b an an
-    as"). transformers' `no_repeat_ngram_size` cannot stop it: the stutter's n-grams are new until it has repeated
-    n tokens. The source's tokens are those `attention_mask` keeps (else those that are not `pad_token_id`); what
-    follows the decoder's start token, a forced prefix included, is what is written."""
-
-    def __init__(
-        self,
-        source_ids: torch.Tensor,
-        span_size: int,
-        pad_token_id: int | None,
-        attention_mask: torch.Tensor | None = None,
-    ):
-        if isinstance(span_size, bool) or not isinstance(span_size, int) or span_size < 1:
-            raise ValueError(f"no_stutter_span_size must be a whole number of at least 1, got {span_size!r}")
-        self.span_size = span_size
-        keep = attention_mask.bool() if attention_mask is not None else source_ids != pad_token_id
-        self.licensed = []  # per source: every run of 2L tokens (L = 1..span_size) whose halves are equal
-        for row, kept in zip(source_ids.tolist(), keep.tolist()):
-            ids = [token for token, k in zip(row, kept) if k]
-            self.licensed.append(
-                {
-                    tuple(ids[start : start + 2 * size])
-                    for size in range(1, span_size + 1)
-                    for start in range(len(ids) - 2 * size + 1)
-                    if ids[start : start + size] == ids[start + size : start + 2 * size]
-                }
-            )
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        if scores.shape[0] % len(self.licensed):
-            raise ValueError(f"{scores.shape[0]} hypotheses do not divide among {len(self.licensed)} sources")
-        per_source = scores.shape[0] // len(self.licensed)
-        rows, tokens = [], []
-        for row, written in enumerate(input_ids[:, 1:].tolist()):  # after the decoder's start token
-            licensed, length = self.licensed[row // per_source], len(written)
-            for size in range(1, min(self.span_size, (length + 1) // 2) + 1):
-                # The next token t ends X X (X of `size` tokens) when t == written[-size] and the first size - 1
-                # tokens of the two halves already agree.
-                if written[length - 2 * size + 1 : length - size] == written[length - size + 1 :]:
-                    span = (*written[length - 2 * size + 1 :], written[-size])
-                    if span not in licensed:
-                        rows.append(row)
-                        tokens.append(written[-size])
-        if rows:
-            scores = scores.clone()
-            scores[rows, tokens] = -math.inf
-        return scores
-
-
 class VanillaPointerGenerator(nn.Module):
     """The copy mechanism of pointer-generator networks (See et al., 2017, "Get To The Point: Summarization with
     Pointer-Generator Networks", section 2.2) on the Transformer, as Deaton et al. (2019, "Transformers and
@@ -934,13 +784,12 @@ class VanillaPointerGenerator(nn.Module):
         decoder_hidden_states: torch.Tensor,
         decoder_embeddings: torch.Tensor,
         source_ids: torch.LongTensor,
-        previous_ids: torch.LongTensor | None = None,
-        word_continuation_mask: torch.Tensor | None = None,
+        allowed: torch.Tensor | None = None,
     ) -> "CopyMixture":
         """The final distribution (`CopyMixture`: log P(w), float32 of shape (batch, target length, vocab); p_gen;
         a'_t) from the vocabulary logits, the attention a_t (batch x target x source), h, s_t, x_t and the source ids.
-        With `word_continuation_mask` (vocab, True for a piece that continues a word) and `previous_ids` (the decoder
-        input at each position, batch x target), copying is whole-word (`whole_word_copy_positions`).
+        With `allowed` (batch x target x source, bool), each position copies only from the source positions it allows
+        (whole-word copying: `whole_word_copy_positions`).
 
         The mixture is computed in log space and float32 (autocast off), with log_softmax and logsigmoid: a
         vocabulary probability below float32's range (a logit ~87 under the best) keeps its log-probability, where
@@ -958,9 +807,6 @@ class VanillaPointerGenerator(nn.Module):
         # w_c . c_t + w_s . s_t + w_x . x_t + b
         p_gen_logit = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1))
         p_gen_logit = p_gen_logit.squeeze(-1).float()
-        allowed = None
-        if word_continuation_mask is not None:
-            allowed = whole_word_copy_positions(source_ids, previous_ids, word_continuation_mask)
         copy_attention, has_copy = self.copy_distribution(attention, source_ids, allowed)
         with torch.autocast(device_type=attention.device.type, enabled=False):
             log_p_gen = torch.where(has_copy, nn.functional.logsigmoid(p_gen_logit), 0.0)
@@ -1106,7 +952,7 @@ class VanillaSeq2SeqLMOutput(Seq2SeqLMOutput):
     copy_attention: torch.FloatTensor | None = None
 
 
-class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, GenerationMixin):
+class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, VanillaGenerationMixin):
     """The encoder-decoder with the pre-softmax projection tied to the shared embeddings, the label-smoothed loss and
     the paper's decoding (beam search with the GNMT length penalty and a per-source maximum output length); with
     `config.pointer_generator`, the copy mechanism of `VanillaPointerGenerator` on top."""
@@ -1121,8 +967,6 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         self.model = VanillaTransformerModel(config)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.final_logits_bias)
         self.pointer_generator = VanillaPointerGenerator(config) if config.pointer_generator else None
-        self._length_penalty_style = "power"
-        self._word_continuation_mask = None  # whole-word copying's mask while generate() decodes with it
         self.post_init()
 
     def adjust_generation_fn(self, generation_config, *args, **kwargs) -> None:
@@ -1144,14 +988,6 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
-
-    def _reorder_cache(self, past_key_values: EncoderDecoderCache, beam_idx: torch.LongTensor) -> EncoderDecoderCache:
-        """Beam search's step to the chosen beams: only the self-attention cache is gathered. `beam_idx` maps each
-        beam to a beam of the same sentence, whose cross-attention keys and values are the same (one source
-        repeated num_beams times), so gathering them (what `EncoderDecoderCache.reorder_cache` does, 12 copies of
-        the whole cross-attention cache a step for Transformer-base) would change nothing."""
-        past_key_values.self_attention_cache.reorder_cache(beam_idx)
-        return past_key_values
 
     @can_return_tuple
     def forward(
@@ -1186,9 +1022,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         if self.pointer_generator is not None and input_ids is None:
             raise ValueError("A pointer-generator copies source tokens: pass input_ids (with encoder_outputs too).")
         if word_continuation_mask is not None:
-            self._check_continuation_mask(word_continuation_mask)
-        else:
-            word_continuation_mask = self._word_continuation_mask
+            check_continuation_mask(word_continuation_mask, self.config.vocab_size, self.pointer_generator is not None)
         num_items_in_batch = kwargs.pop("num_items_in_batch", None)
         if labels is not None:
             use_cache = False
@@ -1214,24 +1048,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
         else:
             logits = self.lm_head(hidden_states)
             if self.pointer_generator is not None:
-                previous_ids = None
-                if word_continuation_mask is not None:
-                    if decoder_input_ids is None:
-                        raise ValueError(
-                            "Whole-word copying reads the decoder's input ids: pass decoder_input_ids or labels, "
-                            "not decoder_inputs_embeds."
-                        )
-                    previous_ids = decoder_input_ids[:, kept]
-                mixture = self.pointer_generator(
-                    logits,
-                    outputs.copy_attention[:, kept, :],
-                    outputs.encoder_last_hidden_state,
-                    hidden_states,
-                    outputs.decoder_embeddings[:, kept, :],
-                    input_ids,
-                    previous_ids,
-                    word_continuation_mask,
-                )
+                mixture = self._copy(logits, outputs, kept, input_ids, decoder_input_ids, word_continuation_mask)
                 logits = mixture.log_probs
             if labels is not None:
                 loss = self._loss(logits, mixture, labels, num_items_in_batch)
@@ -1249,32 +1066,34 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             copy_attention=mixture.copy_attention if mixture is not None else None,
         )
 
-    def _check_continuation_mask(self, mask: torch.Tensor) -> None:
-        """A `word_continuation_mask` must be one bool a vocabulary id, for a pointer-generator."""
-        if self.pointer_generator is None:
-            raise ValueError(
-                "Whole-word copying (word_continuation_ids, word_continuation_mask) is a pointer-generator's: this "
-                "model has no copy mechanism."
-            )
-        if mask.dtype != torch.bool or tuple(mask.shape) != (self.config.vocab_size,):
-            raise ValueError(
-                f"word_continuation_mask must be a bool tensor of shape ({self.config.vocab_size},) (one value a "
-                f"vocabulary id), got {mask.dtype} of shape {tuple(mask.shape)}."
-            )
-
-    def _continuation_mask(self, ids) -> torch.Tensor:
-        """The mask of `word_continuation_ids` (a list of vocabulary ids), checked as a mask given to forward is."""
-        vocab = self.config.vocab_size
-        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
-            raise ValueError(f"word_continuation_ids must be a list of vocabulary ids, got {ids!r}")
-        ids = list(ids)
-        wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab]
-        if wrong:
-            raise ValueError(f"word_continuation_ids must be ids below the vocabulary size {vocab}, got {wrong[:5]}")
-        mask = torch.zeros(vocab, dtype=torch.bool, device=self.device)
-        mask[ids] = True
-        self._check_continuation_mask(mask)
-        return mask
+    def _copy(
+        self,
+        vocab_logits: torch.Tensor,
+        outputs: VanillaSeq2SeqModelOutput,
+        kept: slice | torch.Tensor,
+        input_ids: torch.LongTensor,
+        decoder_input_ids: torch.LongTensor | None,
+        word_continuation_mask: torch.Tensor | None,
+    ) -> "CopyMixture":
+        """The pointer-generator's final distribution at the `kept` decoder positions, whole-word with
+        `word_continuation_mask` (which reads the decoder input ids: the token each position has just read)."""
+        allowed = None
+        if word_continuation_mask is not None:
+            if decoder_input_ids is None:
+                raise ValueError(
+                    "Whole-word copying reads the decoder's input ids: pass decoder_input_ids or labels, "
+                    "not decoder_inputs_embeds."
+                )
+            allowed = whole_word_copy_positions(input_ids, decoder_input_ids[:, kept], word_continuation_mask)
+        return self.pointer_generator(
+            vocab_logits,
+            outputs.copy_attention[:, kept, :],
+            outputs.encoder_last_hidden_state,
+            outputs.last_hidden_state[:, kept, :],
+            outputs.decoder_embeddings[:, kept, :],
+            input_ids,
+            allowed,
+        )
 
     def _chunked_loss(self, hidden_states: torch.Tensor, labels: torch.Tensor, num_items_in_batch) -> torch.Tensor:
         """The label-smoothed loss computed `config.loss_chunk_tokens` positions at a time (no whole logits)."""
@@ -1307,146 +1126,6 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Generat
             smoothing=config.pointer_smoothing,
             force_copy=config.force_copy,
         )
-
-    def _maybe_prepare_encoder_kwargs_for_generation(
-        self, inputs_tensor: torch.Tensor, model_kwargs: dict, model_input_name: str | None, generation_config
-    ) -> dict:
-        """transformers' step of `generate()` that runs the encoder once. A pointer-generator keeps the source ids
-        there too, as `source_ids`: transformers then expands them for beams (with the encoder output and the
-        attention mask) and hands them to every decoding step, where `prepare_inputs_for_generation` passes them as
-        `input_ids`. The beams of one sentence share its source, so beam reordering leaves them as they are."""
-        model_kwargs = super()._maybe_prepare_encoder_kwargs_for_generation(
-            inputs_tensor, model_kwargs, model_input_name, generation_config
-        )
-        if self.config.pointer_generator and model_input_name == "input_ids":
-            model_kwargs["source_ids"] = inputs_tensor
-        return model_kwargs
-
-    def prepare_inputs_for_generation(self, *args, source_ids: torch.LongTensor | None = None, **kwargs) -> dict:
-        """transformers' inputs of one decoding step, with a pointer-generator's source ids as `input_ids`."""
-        model_inputs = super().prepare_inputs_for_generation(*args, **kwargs)
-        if source_ids is not None:
-            model_inputs["input_ids"] = source_ids
-        return model_inputs
-
-    @torch.no_grad()
-    def generate(self, inputs: torch.Tensor | None = None, generation_config=None, logits_processor=None, **kwargs):
-        """`GenerationMixin.generate` with the paper's two additions, read from the generation config (or passed as
-        keyword arguments):
-
-        - `length_penalty_style="gnmt"`: finished beams are ranked by log P(Y|X) / ((5 + |Y|) / 6)^alpha (Wu et al.,
-          2016), alpha = `length_penalty`; `"power"` keeps transformers' log P / |Y|^alpha.
-        - `max_length_offset=k`: each sentence stops at its own source length + k tokens (the paper: 50; parsing:
-          300). Ignored when `max_new_tokens` or `max_length` is passed explicitly.
-
-        And a summarizer's: `no_stutter_span_size=k` blocks any span of 1 to k tokens written twice in a row unless
-        the sentence's source holds it twice in a row (`SourceLicensedStutterLogitsProcessor`; 0: no such rule). It
-        needs the source ids: given as a keyword without them it is an error; from the generation config, it is left
-        out of a call with `inputs_embeds` or `encoder_outputs` alone. A pointer-generator's `word_continuation_ids`
-        (the pieces that continue a word) make its copying whole-word (`whole_word_copy_positions`; None or []: no
-        such rule); given as a keyword to a model without the copy mechanism, it is an error.
-        """
-        config = generation_config if generation_config is not None else self.generation_config
-        style = kwargs.pop("length_penalty_style", getattr(config, "length_penalty_style", "power"))
-        offset = kwargs.pop("max_length_offset", getattr(config, "max_length_offset", None))
-        asked = kwargs.pop("no_stutter_span_size", None)  # a keyword argument: an error where it cannot apply
-        stutter = asked if asked is not None else getattr(config, "no_stutter_span_size", 0)
-        asked_words = kwargs.pop("word_continuation_ids", None)  # a keyword argument: an error where it cannot apply
-        continuation = asked_words if asked_words is not None else getattr(config, "word_continuation_ids", None)
-        mask = None
-        if asked_words is not None or (continuation and self.pointer_generator is not None):
-            mask = self._continuation_mask(continuation)
-        if style not in ("gnmt", "power"):
-            raise ValueError(f"length_penalty_style must be 'gnmt' or 'power', got {style!r}.")
-        explicit_length = kwargs.get("max_new_tokens") is not None or kwargs.get("max_length") is not None
-        if generation_config is not None:
-            explicit_length |= generation_config.max_new_tokens is not None
-        source_ids = inputs if inputs is not None else kwargs.get("input_ids")
-        if source_ids is not None:  # its range is checked once, by the encoder
-            _check_token_ids(source_ids, self.config.vocab_size, "input_ids", check_range=False)
-        if isinstance(stutter, bool) or not isinstance(stutter, int) or stutter < 0:
-            raise ValueError(f"no_stutter_span_size must be a whole number of at least 0, got {stutter!r}")
-        if stutter and source_ids is None and asked:
-            raise ValueError("generate() needs input_ids (the source sentences) to apply no_stutter_span_size.")
-        if stutter and source_ids is not None:  # the config's rule is left out where no source ids are given
-            logits_processor = LogitsProcessorList(logits_processor or [])
-            logits_processor.append(
-                SourceLicensedStutterLogitsProcessor(
-                    source_ids, stutter, self.config.pad_token_id, kwargs.get("attention_mask")
-                )
-            )
-        if offset is not None and not explicit_length:
-            if source_ids is None:
-                raise ValueError("generate() needs input_ids (the source sentences) to apply max_length_offset.")
-            mask = kwargs.get("attention_mask")
-            source_lengths = mask.sum(-1) if mask is not None else (source_ids != self.config.pad_token_id).sum(-1)
-            limits = source_lengths.long() + int(offset)
-            if generation_config is not None:
-                generation_config = copy.deepcopy(generation_config)
-                generation_config.max_new_tokens = int(limits.max())
-            else:
-                kwargs["max_new_tokens"] = int(limits.max())
-            eos = config.eos_token_id
-            eos = eos[0] if isinstance(eos, list) else eos
-            logits_processor = LogitsProcessorList(logits_processor or [])
-            logits_processor.append(SourceLengthLimitLogitsProcessor(limits, eos))
-        previous_style, self._length_penalty_style = self._length_penalty_style, style
-        previous_mask, self._word_continuation_mask = self._word_continuation_mask, mask
-        try:
-            return super().generate(
-                inputs, generation_config=generation_config, logits_processor=logits_processor, **kwargs
-            )
-        finally:
-            self._length_penalty_style = previous_style
-            self._word_continuation_mask = previous_mask
-
-    def _prepare_cache_for_generation(
-        self, generation_config, model_kwargs, generation_mode, batch_size, max_cache_length
-    ):
-        """transformers' cache for `generate`; where that is its default dynamic cache, the decoder's self-attention
-        layers are `VanillaDecodingCacheLayer`s (same keys and values, without a copy of the whole cache a step)."""
-        user_cache = model_kwargs.get("past_key_values") is not None
-        super()._prepare_cache_for_generation(
-            generation_config, model_kwargs, generation_mode, batch_size, max_cache_length
-        )
-        cache = model_kwargs.get("past_key_values")
-        if (
-            user_cache
-            or not isinstance(cache, EncoderDecoderCache)
-            or type(cache.self_attention_cache) is not DynamicCache
-        ):
-            return
-        # transformers makes it from the config, one layer per decoder layer (the config names every one).
-        self_attention = cache.self_attention_cache
-        if all(type(layer) is DynamicLayer for layer in self_attention.layers):
-            self_attention.layers = [VanillaDecodingCacheLayer(max_cache_length) for _ in self_attention.layers]
-
-    @staticmethod
-    def _gnmt_length_penalty(length: int, alpha: float) -> float:
-        """lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016, eq. 14), as used by the paper's beam search."""
-        return ((5.0 + length) / 6.0) ** alpha
-
-    def _update_finished_beams(self, **kwargs):
-        # transformers divides finished scores by |Y|^length_penalty; with the GNMT style, divide by lp(Y) here and
-        # hand transformers a zero exponent (|Y|^0 = 1).
-        if self._length_penalty_style == "gnmt":
-            length = kwargs["cur_len"] + 1 - kwargs["decoder_prompt_len"]
-            kwargs["topk_log_probs"] = kwargs["topk_log_probs"] / self._gnmt_length_penalty(
-                length, kwargs["length_penalty"]
-            )
-            kwargs["length_penalty"] = 0.0
-        return super()._update_finished_beams(**kwargs)
-
-    def _check_early_stop_heuristic(self, **kwargs):
-        if self._length_penalty_style == "gnmt":
-            length = kwargs["cur_len"] - kwargs["decoder_prompt_len"]
-            if kwargs["early_stopping"] == "never" and kwargs["length_penalty"] > 0.0:
-                length = kwargs["max_length"] - kwargs["decoder_prompt_len"]
-            kwargs["running_beam_scores"] = kwargs["running_beam_scores"] / self._gnmt_length_penalty(
-                length, kwargs["length_penalty"]
-            )
-            kwargs["length_penalty"] = 0.0
-        return super()._check_early_stop_heuristic(**kwargs)
 
 
 __all__ = [

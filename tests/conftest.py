@@ -69,13 +69,22 @@ def reversal_folder(reversal_model, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def summarization_model():
+def pointer_reversal_model():
+    """The reversal model with the copy mechanism (`config.pointer_generator`), trained the same way, under
+    translation's decoding. Tests must not change it."""
+    return train_reversal_model(pointer_generator=True)
+
+
+@pytest.fixture(scope="session")
+def summarization_model(pointer_reversal_model):
     """A tiny pointer-generator trained for seconds to reverse its input (a copy task: outputs depend on inputs, see
     `reversal.train_reversal_model`), then made a summarizer: `config.decoding = "summarization"` and the generation
     config of that row (`DECODING["summarization"]`). Tests must not change it."""
+    import copy
+
     from hf_vanilla.configuration_vanilla import VanillaGenerationConfig
 
-    model = train_reversal_model(pointer_generator=True)  # trained and checked under translation's decoding
+    model = copy.deepcopy(pointer_reversal_model)  # trained and checked under translation's decoding
     model.config.decoding = "summarization"
     model.generation_config = VanillaGenerationConfig.from_model_config(model.config)
     return model

@@ -26,6 +26,7 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
         "config.json",
         "modeling_vanilla.py",
         "configuration_vanilla.py",
+        "generation_vanilla.py",
         "tokenizer.json",
         "generation_config.json",
         "README.md",

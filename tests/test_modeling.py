@@ -12,7 +12,8 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_vanilla
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
-from hf_vanilla.modeling_vanilla import VanillaDecodingCacheLayer, label_smoothed_cross_entropy, sinusoidal_positions
+from hf_vanilla.generation_vanilla import VanillaDecodingCacheLayer, VanillaGenerationMixin, gnmt_length_penalty
+from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
 
 from reversal import (
     assert_cache_changes_nothing,
@@ -23,7 +24,7 @@ from reversal import (
     reversal_rows,
 )
 from runs import batch, tiny_model
-from tolerances import assert_close_up_to_rounding, rounding_tolerance, transformer_sums
+from tolerances import assert_close_up_to_rounding, pointer_sums, rounding_tolerance, transformer_sums
 
 # --- configuration -------------------------------------------------------------------------------------------------
 
@@ -447,15 +448,28 @@ def test_the_reversal_model_decodes_what_it_was_trained_for(reversal_model):
     assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4) >= 0.9
 
 
-@pytest.mark.parametrize("num_beams", [1, 4])
-def test_cache_changes_nothing(reversal_model, num_beams):
-    """Decoding with the key/value cache (one new position a step, reordered with the beams) gives the tokens and
-    every step's scores of recomputing the whole prefix at each step."""
-    assert_cache_changes_nothing(reversal_model, num_beams, transformer_sums(reversal_model.config))
+@pytest.fixture(params=["plain", "copy"])
+def decoding_model(request):
+    """The decoding tests below run on both trained reversal models: the paper's (`reversal_model`) and the one with
+    the copy mechanism (`pointer_reversal_model`), whose steps also carry the source ids to the copy."""
+    return request.getfixturevalue("reversal_model" if request.param == "plain" else "pointer_reversal_model")
+
+
+def model_sums(model) -> dict[str, int]:
+    """The `rounding_tolerance` sums of the model's log-probabilities (a pointer-generator's has 3 more)."""
+    return pointer_sums(model.config) if model.config.pointer_generator else transformer_sums(model.config)
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
-def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(reversal_model, num_beams):
+def test_cache_changes_nothing(decoding_model, num_beams):
+    """Decoding with the key/value cache (one new position a step, reordered with the beams; a pointer-generator's
+    source ids carried to every step and expanded for the beams) gives the tokens and every step's scores of
+    recomputing the whole prefix at each step."""
+    assert_cache_changes_nothing(decoding_model, num_beams, model_sums(decoding_model))
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(decoding_model, num_beams):
     """`cache_implementation="static"` (fixed-size key/value buffers, the shape torch.compile and CUDA graphs need)
     gives the dynamic cache's tokens and scores."""
     from transformers.cache_utils import StaticCache
@@ -468,44 +482,45 @@ def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(reversa
         output_scores=True,
         return_dict_in_generate=True,
     )
-    dynamic = reversal_model.generate(ids, **kwargs)
-    static = reversal_model.generate(ids, cache_implementation="static", **kwargs)
+    dynamic = decoding_model.generate(ids, **kwargs)
+    static = decoding_model.generate(ids, cache_implementation="static", **kwargs)
     assert isinstance(static.past_key_values.self_attention_cache, StaticCache)
     assert isinstance(static.past_key_values.cross_attention_cache, StaticCache)
     assert_varied(dynamic.sequences)
     assert torch.equal(static.sequences, dynamic.sequences)
     for a, b in zip(static.scores, dynamic.scores, strict=True):
-        assert_close_up_to_rounding(a, b, **transformer_sums(reversal_model.config))
+        assert_close_up_to_rounding(a, b, **model_sums(decoding_model))
 
 
-def test_cached_decoding_scores_are_the_teacher_forced_distribution(reversal_model):
-    """Each greedy step's logits (computed incrementally from the cache) are those of one teacher-forced pass over the
-    whole decoded sequence, whose causal mask hides every later position."""
+def test_cached_decoding_scores_are_the_teacher_forced_distribution(decoding_model):
+    """Each greedy step's logits (computed incrementally from the cache, with the source ids generate() carries) are
+    those of one teacher-forced pass over the whole decoded sequence, whose causal mask hides every later position."""
     ids, mask, _ = reversal_batch(seed=4, rows=5)
-    out = reversal_model.generate(
+    out = decoding_model.generate(
         ids, attention_mask=mask, num_beams=1, max_new_tokens=12, output_logits=True, return_dict_in_generate=True
     )
     assert_varied(out.sequences)
-    logits = reversal_model(input_ids=ids, attention_mask=mask, decoder_input_ids=out.sequences[:, :-1]).logits
+    logits = decoding_model(input_ids=ids, attention_mask=mask, decoder_input_ids=out.sequences[:, :-1]).logits
     for step, step_logits in enumerate(out.logits):
-        assert_close_up_to_rounding(step_logits, logits[:, step], **transformer_sums(reversal_model.config))
+        assert_close_up_to_rounding(step_logits, logits[:, step], **model_sums(decoding_model))
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
-def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(reversal_model, num_beams):
-    """Padding (and what attends to it) changes nothing: each sentence of a padded batch gets the tokens and scores
-    it gets alone, its reversal (the sentences are ones the model reverses alone without the cache: `reversal_rows`;
-    the model is trained in the session, with the machine's rounding, 95% right, not every sentence everywhere)."""
+def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(decoding_model, num_beams):
+    """Padding (and what attends to it, a copy included: source padding gets no copy probability) changes nothing:
+    each sentence of a padded batch gets the tokens and scores it gets alone, its reversal (the sentences are ones
+    the model reverses alone without the cache: `reversal_rows`; the model is trained in the session, with the
+    machine's rounding, 95% right, not every sentence everywhere)."""
     decoding = dict(num_beams=num_beams, max_new_tokens=12)
-    ids, mask, answers = reversal_rows(reversal_model, 5, [3, 10, 6, 8], decoding)
+    ids, mask, answers = reversal_rows(decoding_model, 5, [3, 10, 6, 8], decoding)
     assert mask.sum(-1).min() < mask.shape[1] - 3  # some rows are padded
     kwargs = dict(**decoding, output_scores=True, return_dict_in_generate=True)
-    sums = transformer_sums(reversal_model.config)
-    together = reversal_model.generate(ids, attention_mask=mask, **kwargs)
+    sums = model_sums(decoding_model)
+    together = decoding_model.generate(ids, attention_mask=mask, **kwargs)
     assert_varied(together.sequences)
     for row in range(ids.shape[0]):
         length = int(mask[row].sum())
-        alone = reversal_model.generate(ids[row : row + 1, :length], **kwargs)
+        alone = decoding_model.generate(ids[row : row + 1, :length], **kwargs)
         assert decoded(alone.sequences[0].tolist()) == decoded(together.sequences[row].tolist()) == answers[row], row
         if num_beams > 1:  # a sum of one log-probability per step: the steps add to the depth
             steps = torch.stack(together.scores)
@@ -568,7 +583,7 @@ def test_beam_scores_use_the_chosen_length_penalty(style):
 def test_gnmt_penalty_prefers_a_different_hypothesis_than_no_penalty():
     # A tiny search problem where the two rankings disagree, solved by hand: a short hypothesis with log P -2.0
     # (|Y|=2) against a long one with log P -2.3 (|Y|=8). GNMT alpha=1: -2.0/(7/6)=-1.714 vs -2.3/(13/6)=-1.062.
-    gnmt = VanillaTransformerForConditionalGeneration._gnmt_length_penalty
+    gnmt = gnmt_length_penalty
     assert -2.3 / gnmt(8, 1.0) > -2.0 / gnmt(2, 1.0)
     assert -2.3 / gnmt(8, 0.0) < -2.0 / gnmt(2, 0.0)
     assert gnmt(1, 0.6) == 1.0
@@ -614,6 +629,9 @@ def test_transformers_beam_search_hooks_are_still_those_the_gnmt_penalty_overrid
         call = search[search.index(f"self.{hook}(") :].split(")", 1)[0]
         assert all(f"{name}=" in call for name in names), f"transformers no longer passes {hook} keyword arguments"
     assert "self._reorder_cache(model_kwargs[cache_key], beam_idx)" in search
+    # generate() marks the GNMT style by the type of the config's length_penalty (GNMTAlpha), which must reach the
+    # hooks as it is, not converted.
+    assert "length_penalty = generation_config.length_penalty\n" in search
 
 
 def test_unknown_length_penalty_style_is_rejected():
@@ -633,7 +651,7 @@ def test_decoding_steps_read_nothing_back_from_the_device(monkeypatch):
     def record(original):
         def read(self):
             caller = traceback.extract_stack()[-2]
-            if caller.filename.endswith("modeling_vanilla.py"):
+            if caller.filename.endswith(("modeling_vanilla.py", "generation_vanilla.py")):
                 reads.append(caller.lineno)
             return original(self)
 
@@ -681,7 +699,7 @@ def test_beam_search_gathers_the_self_attention_cache_only(monkeypatch):
     )
     ours = model.generate(ids, **kwargs)
     assert (ours.beam_indices[:, 1:] != ours.beam_indices[:, :1]).any()  # beams were reordered
-    monkeypatch.delattr(VanillaTransformerForConditionalGeneration, "_reorder_cache")  # transformers' full reorder
+    monkeypatch.delattr(VanillaGenerationMixin, "_reorder_cache")  # transformers' full reorder
     full = model.generate(ids, **kwargs)
     assert torch.equal(ours.sequences, full.sequences)  # gathering moves values without arithmetic: bit for bit
     assert torch.equal(ours.sequences_scores, full.sequences_scores)

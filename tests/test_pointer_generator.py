@@ -23,26 +23,17 @@ from reversal import (
     LONG,
     REPEATING,
     SHORT,
-    assert_cache_changes_nothing,
     assert_varied,
     decoded,
     reversal_accuracy,
     reversal_batch,
-    reversal_rows,
     reversal_tokenizer,
     reversed_text,
-    train_reversal_model,
 )
 from runs import batch, tiny_model
-from tolerances import assert_close_up_to_rounding, pointer_sums
+from tolerances import assert_close_up_to_rounding, pointer_sums, rounding_tolerance
 
 FLOAT32_EPS = torch.finfo(torch.float32).eps
-
-
-@pytest.fixture(scope="module")
-def pointer_reversal_model() -> VanillaTransformerForConditionalGeneration:
-    """The reversal model (`reversal.train_reversal_model`) with the copy mechanism, trained the same way."""
-    return train_reversal_model(pointer_generator=True)
 
 
 def reversal_labels(ids: torch.Tensor, answers: list) -> torch.Tensor:
@@ -296,8 +287,9 @@ def test_a_gate_that_never_copies_gives_the_plain_model(reversal_model):
 
 
 def test_the_pointer_generator_learns_the_reversal_by_copying(pointer_reversal_model):
-    """The model the decoding tests below compare: it decodes unseen sources' reversals, and it does so by copying
-    (p_gen below one half on average over the answers' tokens), so that those tests go through the copy."""
+    """The model the decoding tests compare (here, and tests/test_modeling.py's decoding tests, which run on both
+    models): it decodes unseen sources' reversals, and it does so by copying (p_gen below one half on average over the
+    answers' tokens), so that those tests go through the copy."""
     ids, mask, answers = reversal_batch(seed=7, rows=64)
     assert reversal_accuracy(pointer_reversal_model, ids, mask, answers, num_beams=1) >= 0.9
     assert reversal_accuracy(pointer_reversal_model, ids, mask, answers, num_beams=4) >= 0.9
@@ -305,66 +297,6 @@ def test_the_pointer_generator_learns_the_reversal_by_copying(pointer_reversal_m
     with torch.no_grad():
         p_gen = pointer_reversal_model(input_ids=ids, attention_mask=mask, labels=labels).p_gen
     assert float(p_gen[labels != 0].mean()) < 0.5
-
-
-@pytest.mark.parametrize("num_beams", [1, 4])
-def test_cache_changes_nothing(pointer_reversal_model, num_beams):
-    """With the key/value cache (one position a step, the source ids carried to every step and expanded for the
-    beams), the tokens and every step's scores of recomputing the whole prefix at each step."""
-    assert_cache_changes_nothing(pointer_reversal_model, num_beams, pointer_sums(pointer_reversal_model.config))
-
-
-@pytest.mark.parametrize("num_beams", [1, 4])
-def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(pointer_reversal_model, num_beams):
-    ids, mask, _ = reversal_batch(seed=4, rows=6)
-    kwargs = dict(attention_mask=mask, num_beams=num_beams, max_new_tokens=12, output_scores=True)
-    dynamic = pointer_reversal_model.generate(ids, return_dict_in_generate=True, **kwargs)
-    static = pointer_reversal_model.generate(
-        ids, cache_implementation="static", return_dict_in_generate=True, **kwargs
-    )
-    assert_varied(dynamic.sequences)
-    assert torch.equal(static.sequences, dynamic.sequences)
-    for a, b in zip(static.scores, dynamic.scores, strict=True):
-        assert_close_up_to_rounding(a, b, **pointer_sums(pointer_reversal_model.config))
-
-
-def test_cached_decoding_scores_are_the_teacher_forced_distribution(pointer_reversal_model):
-    """Each greedy step's log P (from the cache, with the source ids generate() carries) is the teacher-forced one."""
-    ids, mask, _ = reversal_batch(seed=4, rows=5)
-    out = pointer_reversal_model.generate(
-        ids, attention_mask=mask, num_beams=1, max_new_tokens=12, output_logits=True, return_dict_in_generate=True
-    )
-    assert_varied(out.sequences)
-    logits = pointer_reversal_model(input_ids=ids, attention_mask=mask, decoder_input_ids=out.sequences[:, :-1]).logits
-    for step, step_logits in enumerate(out.logits):
-        assert_close_up_to_rounding(step_logits, logits[:, step], **pointer_sums(pointer_reversal_model.config))
-
-
-@pytest.mark.parametrize("num_beams", [1, 4])
-def test_a_sentence_decodes_the_same_alone_and_in_a_padded_batch(pointer_reversal_model, num_beams):
-    """Source padding gets no copy probability: each sentence of a padded batch gets the tokens and scores it gets
-    alone, its reversal (the sentences are ones the model reverses alone without the cache, `reversal_rows`)."""
-    decoding = dict(num_beams=num_beams, max_new_tokens=12)
-    ids, mask, answers = reversal_rows(pointer_reversal_model, 5, [3, 10, 6, 8], decoding)
-    assert mask.sum(-1).min() < mask.shape[1] - 3  # some rows are padded
-    kwargs = dict(**decoding, output_scores=True, return_dict_in_generate=True)
-    together = pointer_reversal_model.generate(ids, attention_mask=mask, **kwargs)
-    assert_varied(together.sequences)
-    for row in range(ids.shape[0]):
-        length = int(mask[row].sum())
-        alone = pointer_reversal_model.generate(ids[row : row + 1, :length], **kwargs)
-        assert decoded(alone.sequences[0].tolist()) == decoded(together.sequences[row].tolist()) == answers[row], row
-        if num_beams > 1:
-            assert_close_up_to_rounding(
-                alone.sequences_scores[0],
-                together.sequences_scores[row],
-                **pointer_sums(pointer_reversal_model.config, 12),
-            )
-        else:
-            for step, scores in enumerate(alone.scores):
-                assert_close_up_to_rounding(
-                    scores[0], together.scores[step][row], **pointer_sums(pointer_reversal_model.config)
-                )
 
 
 # --- copying what a plain model cannot learn ------------------------------------------------------------------------
@@ -514,7 +446,7 @@ def test_generate_copies_whole_words_at_every_step_with_the_mask_of_its_config(p
     assert torch.equal(from_config.sequences, ruled.sequences)
     beams = dict(attention_mask=mask, max_new_tokens=12, num_beams=4, word_continuation_ids=words)
     assert torch.equal(model.generate(ids, **beams), model.generate(ids, use_cache=False, **beams))
-    assert model._word_continuation_mask is None  # generate() leaves no rule behind
+    assert torch.equal(model.generate(ids, num_beams=1, **kwargs).sequences, free.sequences)  # no rule left behind
 
 
 def test_whole_word_copying_refuses_what_it_cannot_apply_in_one_line(pointer_reversal_model, reversal_model):
@@ -552,6 +484,134 @@ def test_whole_word_copying_refuses_what_it_cannot_apply_in_one_line(pointer_rev
 
 
 # --- conversions ----------------------------------------------------------------------------------------------------
+
+
+def test_the_issues_call_whole_word_copying_with_a_length_offset_and_beams_decodes():
+    """Whole-word copying with `max_length_offset` and beams (the mask once went to forward through an attribute that
+    the length limit's attention mask overwrote: an IndexError)."""
+    cfg = VanillaTransformerConfig.from_preset("tiny", pointer_generator=True, vocab_size=50)
+    model = VanillaTransformerForConditionalGeneration(cfg).eval()
+    ids = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 11, 2, 0]])
+    rules = dict(word_continuation_ids=[6, 10], max_length_offset=3, num_beams=2)
+    out = model.generate(input_ids=ids, attention_mask=(ids != 0).long(), **rules)
+    for row, limit in zip(out.tolist(), (5 + 3, 4 + 3)):
+        assert 2 in row[1:] and len(decoded(row)) <= limit
+
+
+# --- every decoding rule with the copy ------------------------------------------------------------------------------
+
+RULES = dict(
+    words=dict(word_continuation_ids=list(range(4, 32, 2))),  # the even symbols continue a word
+    stutter=dict(no_stutter_span_size=2),
+    offset=dict(max_length_offset=-1),  # one token short of each reversal: every sentence meets its limit
+    gnmt=dict(length_penalty_style="gnmt"),
+)
+
+
+def rules_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    """Reversal sources where each rule changes the decoding: the reversals of the first two write a span of 2 twice
+    in a row that their sources do not hold ("5 8 5 8" -> "8 5 8 5"), the fourth's a doubled token its source holds
+    (licensed); half of every source's symbols are even (not copied where whole-word copying forbids it)."""
+    sources = [
+        [5, 8, 5, 8, 12],
+        [9, 14, 20, 14, 20, 7, 11],
+        [6, 10, 13, 17, 21, 25],
+        [22, 16, 16, 4, 19],
+        [7, 9, 11, 13, 15, 17, 19, 23],
+        [24, 18, 26, 4],
+    ]
+    ids = torch.zeros(len(sources), max(map(len, sources)) + 1, dtype=torch.long)
+    for row, source in enumerate(sources):
+        ids[row, : len(source) + 1] = torch.tensor(source + [2])
+    return ids, (ids != 0).long()
+
+
+def blocked_stutters(written: list[int], source: list[int], size: int, vocab: int) -> set[int]:
+    """The tokens t for which written + [t] ends with a span of at most `size` tokens twice in a row that the source
+    does not hold, by brute force."""
+    blocked = set()
+    for token in range(vocab):
+        longer = written + [token]
+        for n in range(1, min(size, len(longer) // 2) + 1):
+            tail = longer[-2 * n :]
+            held = any(source[i : i + 2 * n] == tail for i in range(len(source) - 2 * n + 1))
+            if tail[:n] == tail[n:] and not held:
+                blocked.add(token)
+    return blocked
+
+
+def ruled_log_probs(model, ids, mask, sequence: torch.Tensor, row: int, beams: bool) -> torch.Tensor:
+    """What each step of a decoding of source `row` under every rule scores, computed apart from generate(): the
+    teacher-forced log P of the whole-word copy (forward with the rule's mask; beam search's log_softmax of it, which
+    differs where the copy's allowed attention underflows and log P falls short of normalized), the unlicensed
+    stutters' tokens at -inf, and at the source's limit (its length - 1) every token but </s> at -inf; one row a
+    step, up to </s>."""
+    words = torch.zeros(model.config.vocab_size, dtype=torch.bool)
+    words[RULES["words"]["word_continuation_ids"]] = True
+    length = int(mask[row].sum())
+    tokens = decoded(sequence.tolist())
+    decoder_ids = sequence[None, : len(tokens)]
+    with torch.no_grad():
+        log_probs = model(
+            input_ids=ids[row : row + 1, :length], decoder_input_ids=decoder_ids, word_continuation_mask=words
+        ).logits[0]
+    if beams:
+        log_probs = log_probs.log_softmax(-1)
+    source = ids[row, :length].tolist()
+    for step in range(len(tokens)):
+        blocked = blocked_stutters(tokens[:step], source, RULES["stutter"]["no_stutter_span_size"], words.numel())
+        log_probs[step, sorted(blocked)] = -math.inf
+        if step + 1 >= length + RULES["offset"]["max_length_offset"]:
+            log_probs[step, torch.arange(words.numel()) != 2] = -math.inf
+    return log_probs
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_every_decoding_rule_applies_with_the_copy_as_it_does_alone(pointer_reversal_model, num_beams):
+    """Whole-word copying, the stutter rule, the source-length limit and the GNMT penalty in one decoding of the
+    trained pointer-generator. Each rule alone changes the decoding (the GNMT penalty: the beams' scores), and with
+    all of them each holds in the output: no sentence passes its limit, none writes an unlicensed stutter, and what
+    generate() scores is computed apart (`ruled_log_probs`): greedy, every step's scores; beams, each sentence's score
+    is the sum of its tokens' log P divided by the GNMT lp(Y), not |Y|^alpha."""
+    model = pointer_reversal_model
+    ids, mask = rules_batch()
+    kwargs = dict(
+        attention_mask=mask,
+        num_beams=num_beams,
+        length_penalty=1.0,
+        length_penalty_style="power",
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    free = model.generate(ids, max_new_tokens=12, **kwargs)  # max_new_tokens: no source-length limit
+    assert_varied(free.sequences)
+    for name, rule in RULES.items():
+        alone = model.generate(ids, **{**kwargs, **({} if name == "offset" else dict(max_new_tokens=12)), **rule})
+        if name != "gnmt":
+            assert not torch.equal(alone.sequences, free.sequences), name
+        elif num_beams > 1:  # greedy decoding has no length penalty
+            assert not torch.equal(alone.sequences_scores, free.sequences_scores), name
+    every_rule = {key: value for rule in RULES.values() for key, value in rule.items()}
+    out = model.generate(ids, **{**kwargs, **every_rule})
+    sums = pointer_sums(model.config)
+    for row, sequence in enumerate(out.sequences):
+        tokens, length = decoded(sequence.tolist()), int(mask[row].sum())
+        assert tokens[-1] == 2 and len(tokens) <= length + RULES["offset"]["max_length_offset"], row
+        source = ids[row, :length].tolist()
+        assert not any(
+            tokens[step] in blocked_stutters(tokens[:step], source, 2, model.config.vocab_size)
+            for step in range(len(tokens))
+        ), row
+        expected = ruled_log_probs(model, ids, mask, sequence, row, beams=num_beams > 1)
+        if num_beams == 1:
+            scores = torch.stack([step[row] for step in out.scores[: len(tokens)]])
+            assert_close_up_to_rounding(scores, expected, **sums, msg=f"row {row}")
+        else:
+            log_prob = float(expected[torch.arange(len(tokens)), tokens].sum())
+            penalty = (5 + len(tokens)) / 6  # lp(Y) at alpha = 1
+            scale = float(expected[torch.isfinite(expected)].abs().max())
+            tolerance = rounding_tolerance(scale, depth=len(tokens) * sums["depth"], width=sums["width"]) / penalty
+            assert abs(float(out.sequences_scores[row]) - log_prob / penalty) <= tolerance, row
 
 
 def test_conversions_refuse_a_pointer_generator_in_one_line(tmp_path):

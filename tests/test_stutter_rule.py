@@ -8,7 +8,7 @@ import torch
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.configuration_vanilla import DECODING
-from hf_vanilla.modeling_vanilla import SourceLicensedStutterLogitsProcessor
+from hf_vanilla.generation_vanilla import SourceLicensedStutterLogitsProcessor
 
 from reversal import decoded, reversal_accuracy, reversal_batch
 
