@@ -95,6 +95,8 @@ def fairseq_rows(s: dict) -> list[Row]:
             "label smoothing",
             str(s["label_smoothing"]),
             f"--criterion label_smoothed_cross_entropy --label-smoothing {s['label_smoothing']}",
+            "the target keeps 1 - eps + eps/V here (eps spread over all V classes), 1 - eps in fairseq (eps over "
+            "the other V - 1): a difference of eps/V",
         ),
         Row(
             "tied embeddings",
