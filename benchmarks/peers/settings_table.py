@@ -149,6 +149,8 @@ def fairseq_rows(s: dict) -> list[Row]:
             "averaging",
             f"last {s['average_last']} checkpoints",
             f"scripts/average_checkpoints.py --num-update-checkpoints {s['average_last']}",
+            "the script is in fairseq's repository, not in the fairseq-fixed package: where it is absent, the same "
+            "mean of the newest update checkpoints (fairseq_peer.AVERAGE_FALLBACK)",
         ),
         Row(
             "initialisation",
