@@ -94,7 +94,8 @@ def test_every_setting_of_the_demo_preset_is_in_the_table_and_fairseq_s_flags():
     assert "--share-all-embeddings" in flags and "--no-epoch-checkpoints" in flags
     generate = table.fairseq_generate_flags(settings)
     assert dict(zip(generate[::2], generate[1::2])) == {
-        "--beam": "4", "--lenpen": "0.6", "--max-len-a": "1", "--max-len-b": "49", "--max-tokens": "4000"
+        "--beam": "4", "--lenpen": "0.6", "--max-len-a": "1", "--max-len-b": "49", "--max-tokens": "4000",
+        "--required-batch-size-multiple": "1",
     }  # fmt: skip
     rows = {row.setting: row for row in table.fairseq_rows(settings)}
     assert not rows["length penalty"].matched and "GNMT" in rows["length penalty"].hf_vanilla
@@ -120,6 +121,8 @@ def test_fairseq_s_logs_are_read_back():
     generated += "2026-11-26 | INFO | fairseq_cli.generate | Translated 2 sentences (5 tokens) in 0.3s (6.67 sentences/s, 16.67 tokens/s)\n"  # noqa: E501
     assert fairseq.hypotheses_in_order(generated) == ["Ġa Ġc", "Ġb"]
     assert fairseq.decoding_speed(generated) == 6.67
+    with pytest.raises(ValueError, match=r"no hypothesis for test sentences \[0\]"):
+        fairseq.hypotheses_in_order(generated.replace("H-0", "X-0"))
     log = '2026 | INFO | train_inner | {"epoch": 1, "update": 0.1, "wps": "10"}\n'
     log += '2026 | INFO | train | {"epoch": 1, "train_loss": "9.1", "train_wps": "1234.5", "train_wall": "12"}\n'
     assert fairseq.train_figures(log) == {"epoch": 1.0, "train_loss": 9.1, "train_wps": 1234.5, "train_wall": 12.0}

@@ -106,6 +106,9 @@ def hypotheses_in_order(generate_output: str) -> list[str]:
         if line.startswith("H-"):
             head, _, pieces = line.split("\t", 2)
             found[int(head[2:])] = pieces.strip()
+    missing = sorted(set(range(max(found, default=-1) + 1)) - set(found))
+    if missing:
+        raise ValueError(f"fairseq-generate wrote no hypothesis for test sentences {missing}")
     return [found[i] for i in range(len(found))]
 
 
@@ -125,10 +128,10 @@ def find_average_script(bin_folder: Path) -> Path | None:
 
 
 def run_fairseq(
-    data: Path, work: Path, bin_folder: Path, settings: dict, seed: int, threads: int | None
+    data: Path, work: Path, bin_folder: Path, settings: dict, seed: int, threads: int | None, test_pairs: int | None
 ) -> FairseqRun:
     """Binarizes `data` (the exported pieces with their dict.txt), trains with the settings' flags, averages the last
-    checkpoints and decodes the test split at the demo's beam; logs in `work`."""
+    checkpoints and decodes the test split (`test_pairs` sentences, checked) at the demo's beam; logs in `work`."""
     work.mkdir(parents=True, exist_ok=True)
     env, commands = environment(threads), []
     binarized, checkpoints = work / "bin", work / "checkpoints"
@@ -178,6 +181,9 @@ def run_fairseq(
     ]
     decode_seconds = _run(generate, work / "generate.log", env, commands)
     output = (work / "generate.log").read_text()
+    decoded = len(re.findall(r"^H-", output, flags=re.M))
+    if test_pairs is not None and decoded != test_pairs:
+        raise ValueError(f"fairseq-generate decoded {decoded} of {test_pairs} test sentences, see {work}")
     return FairseqRun(
         hypotheses=hypotheses_in_order(output),
         train_seconds=train_seconds,

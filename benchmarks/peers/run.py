@@ -77,7 +77,8 @@ def run_peer(args: argparse.Namespace, settings: dict, work: Path) -> dict:
         work / "tokenizer", corpus["train"], settings["vocab_size"], "bible", args.tokenizer_from
     )
     exported = export_splits(corpus, tokenizer, work / "data", settings, args.test_limit)
-    peer = run_fairseq(exported.folder, work / args.system, bin_folder, settings, args.seed, args.threads)
+    test_pairs = exported.counts["test"]
+    peer = run_fairseq(exported.folder, work / args.system, bin_folder, settings, args.seed, args.threads, test_pairs)
     references = (exported.folder / f"test.raw.{LANGUAGES[1]}").read_text(encoding="utf-8").splitlines()
     hypotheses = [text_from_pieces(line, tokenizer) for line in peer.hypotheses]
     (work / args.system / "hypotheses.txt").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
