@@ -158,3 +158,17 @@ def test_the_install_lines_are_pinned():
     assert venvs.install_line("fairseq") == "pip install torch==2.14.1 fairseq-fixed==0.12.3.1"
     assert venvs.install_line("opennmt") == "pip install opennmt-py==3.5.1 'numpy<2'"
     assert all("==" in package or "<" in package for packages in venvs.INSTALL.values() for package in packages)
+
+
+def test_the_command_line_takes_a_short_check_and_refuses_a_count_under_one(monkeypatch, capsys):
+    run = peer_module("run")
+    args = run.parse_args(["--system", "fairseq", "--max-updates", "20", "--save-every", "5", "--test-limit", "20"])
+    settings = run.run_settings(args)
+    assert (settings["max_steps"], settings["save_every"], settings["eval_every"]) == (20, 5, 600)
+    assert run.short_check(args) and not run.short_check(run.parse_args(["--system", "hf_vanilla"]))
+    monkeypatch.setattr("sys.argv", ["run.py"])
+    with pytest.raises(SystemExit):
+        run.parse_args(["--system", "fairseq", "--max-updates", "0"])
+    assert capsys.readouterr().err.splitlines()[-1] == "run.py: error: --max-updates must be at least 1, got 0"
+    with pytest.raises(SystemExit):
+        run.parse_args(["--system", "sockeye"])  # not run yet: refused by argparse

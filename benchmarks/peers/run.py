@@ -16,6 +16,7 @@ records it the same way.
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -110,17 +111,20 @@ def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict
     """The recipe itself, launched as its docs launch it, then its final model's test decoding timed."""
     output = work / "run"
     command = ["accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1", "recipes/wmt_ende.py"]
+    if args.threads:  # accelerate launch sets the threads itself (OMP_NUM_THREADS) from this flag
+        command[6:6] = ["--num_cpu_threads_per_process", str(args.threads)]
     command += ["--preset", args.preset, "--seed", str(args.seed), "--output-dir", str(output)]
     command += ["--overwrite-output-dir"]
     for flag, value in (("--max-steps", args.max_updates), ("--save-every", args.save_every)):
         command += [flag, str(value)] if value is not None else []
     command += ["--eval-every", str(args.eval_every)] if args.eval_every is not None else []
     command += ["--eval-sentences", str(args.test_limit)] if args.test_limit is not None else []
+    env = dict(os.environ, **({"OMP_NUM_THREADS": str(args.threads)} if args.threads else {}))
     start = time.perf_counter()
-    subprocess.run(command, cwd=REPOSITORY, check=True)
+    subprocess.run(command, cwd=REPOSITORY, check=True, env=env)
     train_and_test_s = time.perf_counter() - start
     results = json.loads((output / "results.json").read_text())
-    speed = timed_decoding(output / "final", work, args.test_limit)
+    speed = timed_decoding(output / "final", args.test_limit, args.threads)
     return {
         "quality": {"metric": "sacrebleu", "value": results["sacrebleu"], "signature": results["sacrebleu_signature"]},
         "tokenized_bleu": results.get("tokenized_bleu"),
@@ -135,9 +139,11 @@ def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict
     }
 
 
-def timed_decoding(model_folder: Path, work: Path, test_limit: int | None) -> float:
+def timed_decoding(model_folder: Path, test_limit: int | None, threads: int | None) -> float:
     """Sentences a second of the final model's beam search (its generation config: the demo's beam) over the test
-    split, as the recipe decodes it."""
+    split (its first `test_limit` pairs), as the recipe decodes it, on `threads` CPU threads."""
+    import torch
+
     from hf_vanilla import VanillaTransformerForConditionalGeneration
     from hf_vanilla.decoding import generate_texts
     from hf_vanilla.tokenization import load_tokenizer
@@ -147,6 +153,8 @@ def timed_decoding(model_folder: Path, work: Path, test_limit: int | None) -> fl
     sources = [p[LANGUAGES[0]] for p in pairs["translation"]][:test_limit]
     model = VanillaTransformerForConditionalGeneration.from_pretrained(model_folder)
     tokenizer = load_tokenizer(model_folder)
+    if threads:
+        torch.set_num_threads(threads)
     start = time.perf_counter()
     generate_texts(model, tokenizer, sources, progress=False)
     return round(len(sources) / (time.perf_counter() - start), 2)
