@@ -172,3 +172,15 @@ def test_the_command_line_takes_a_short_check_and_refuses_a_count_under_one(monk
     assert capsys.readouterr().err.splitlines()[-1] == "run.py: error: --max-updates must be at least 1, got 0"
     with pytest.raises(SystemExit):
         run.parse_args(["--system", "sockeye"])  # not run yet: refused by argparse
+
+
+def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(exported, tmp_path):
+    export, tokenizer = exported
+    data = peer_module("split_pieces")
+    folder = export.folder.parent / "tokenizer"  # written as the recipe writes OUTPUT_DIR/tokenizer
+    train = Dataset.from_list([{"translation": {"en": en, "de": de}} for en, de in PAIRS["train"]])
+    assert data.shared_tokenizer(tmp_path / "unused", train, 300, source=folder).get_vocab() == tokenizer.get_vocab()
+    other = train.select(range(2))
+    with pytest.raises(ValueError, match="trained for other data"):
+        data.shared_tokenizer(tmp_path / "unused", other, 300, source=folder)
+    assert not (tmp_path / "unused").exists()
