@@ -36,6 +36,11 @@ def benchmark(name: str):
     return _script(BENCHMARKS, name)
 
 
+def peer_module(name: str):
+    """A module of the peer comparison (`benchmarks/peers/NAME.py`)."""
+    return _script(BENCHMARKS / "peers", name)
+
+
 def _script(folder: Path, name: str):
     """`folder/NAME.py` as a module, its folder on sys.path as when it runs (for its sibling imports)."""
     if str(folder) not in sys.path:

@@ -1,0 +1,195 @@
+"""fairseq 0.12 (`fairseq-fixed`) on the exported pieces: binarize, train, average the last checkpoints, decode the
+test split. Every step is a command of the peer's own environment; the figures come from its logs."""
+
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from settings_table import fairseq_generate_flags, fairseq_train_flags
+
+# fairseq's averaging script, from its repository (scripts/average_checkpoints.py), is not in every installed
+# package: where the environment lacks it, this does what it does for --num-update-checkpoints (the mean of each
+# parameter over the newest N checkpoint_*_<updates>.pt, the first checkpoint's other fields kept).
+AVERAGE_FALLBACK = r"""
+import collections, re, sys, torch
+from pathlib import Path
+folder, n, output = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+matches = [(re.fullmatch(r"checkpoint_\d+_(\d+)\.pt", p.name), p) for p in folder.iterdir()]
+found = sorted((int(m.group(1)), p) for m, p in matches if m)
+paths = [p for _, p in found[-n:]]
+if len(paths) < n:
+    sys.exit(f"found {len(paths)} update checkpoints, expected {n}")
+state, total = None, collections.OrderedDict()
+for path in paths:
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    for key, value in state["model"].items():
+        total[key] = total.get(key, 0) + value.double()
+state["model"] = collections.OrderedDict((k, (v / len(paths)).to(state["model"][k].dtype)) for k, v in total.items())
+torch.save(state, output)
+print("averaged", *[p.name for p in paths])
+"""
+
+
+@dataclass
+class FairseqRun:
+    """What a fairseq run produced: hypotheses in test order (pieces), and its timings and logged figures."""
+
+    hypotheses: list[str]
+    train_seconds: float
+    train_stats: dict
+    decode_seconds: float
+    decode_sentences_per_s: float
+    averaged: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+
+def environment(threads: int | None) -> dict:
+    """The peer's environment variables: torch >= 2.6 loads fairseq's pickled checkpoints only with
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD; `threads` caps its CPU threads."""
+    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
+    env.pop("PYTHONPATH", None)  # the peer sees its own packages, not hf_vanilla's
+    if threads:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    return env
+
+
+def _run(command: list[str], log: Path, env: dict, commands: list[str]) -> float:
+    """Runs `command`, its output to `log`; returns its seconds. A failure raises with the log's last lines."""
+    commands.append(" ".join(command))
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
+        raise RuntimeError(f"{command[0]} failed ({done.returncode}), see {log}:\n{tail}")
+    return seconds
+
+
+def logged_json(text: str) -> list[dict]:
+    """The JSON objects fairseq's --log-format json writes, one a line after its logging prefix."""
+    found = []
+    for line in text.splitlines():
+        match = re.search(r"\{.*\}\s*$", line)
+        if match:
+            try:
+                found.append(json.loads(match.group(0)))
+            except json.JSONDecodeError:
+                continue
+    return found
+
+
+def train_figures(log_text: str) -> dict:
+    """The last end-of-epoch training figures (`train_wps`: target tokens a second, `train_wall`, ...) as numbers."""
+    epochs = [entry for entry in logged_json(log_text) if "train_wps" in entry]
+    if not epochs:
+        raise ValueError("fairseq-train logged no end-of-epoch figures")
+    return {key: float(value) for key, value in epochs[-1].items() if _is_number(value)}
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def hypotheses_in_order(generate_output: str) -> list[str]:
+    """fairseq-generate's `H-<id>\\t<score>\\t<pieces>` lines as a list in test-set order."""
+    found = {}
+    for line in generate_output.splitlines():
+        if line.startswith("H-"):
+            head, _, pieces = line.split("\t", 2)
+            found[int(head[2:])] = pieces.strip()
+    missing = sorted(set(range(max(found, default=-1) + 1)) - set(found))
+    if missing:
+        raise ValueError(f"fairseq-generate wrote no hypothesis for test sentences {missing}")
+    return [found[i] for i in range(len(found))]
+
+
+def decoding_speed(generate_output: str) -> float:
+    """The sentences a second of fairseq-generate's `Translated N sentences (...) in Xs (Y sentences/s, ...)` line."""
+    match = re.search(r"Translated [\d,]+ sentences .*\(([\d.]+) sentences/s", generate_output)
+    if not match:
+        raise ValueError("fairseq-generate printed no 'Translated ... sentences/s' line")
+    return float(match.group(1))
+
+
+def find_average_script(bin_folder: Path) -> Path | None:
+    """fairseq's scripts/average_checkpoints.py where the environment installed it."""
+    found = sorted(bin_folder.parent.glob("lib/python*/site-packages/fairseq/scripts/average_checkpoints.py"))
+    found += sorted(bin_folder.parent.glob("lib/python*/site-packages/scripts/average_checkpoints.py"))
+    return found[0] if found else None
+
+
+def run_fairseq(
+    data: Path, work: Path, bin_folder: Path, settings: dict, seed: int, threads: int | None, test_pairs: int | None
+) -> FairseqRun:
+    """Binarizes `data` (the exported pieces with their dict.txt), trains with the settings' flags, averages the last
+    checkpoints and decodes the test split (`test_pairs` sentences, checked) at the demo's beam; logs in `work`."""
+    work.mkdir(parents=True, exist_ok=True)
+    env, commands = environment(threads), []
+    binarized, checkpoints = work / "bin", work / "checkpoints"
+    dictionary = str(data / "dict.txt")
+    _run(
+        [
+            str(bin_folder / "fairseq-preprocess"),
+            *("--source-lang", "en", "--target-lang", "de"),
+            *(
+                "--trainpref",
+                str(data / "train"),
+                "--validpref",
+                str(data / "valid"),
+                "--testpref",
+                str(data / "test"),
+            ),
+            *("--srcdict", dictionary, "--tgtdict", dictionary, "--destdir", str(binarized), "--workers", "1"),
+        ],
+        work / "preprocess.log",
+        env,
+        commands,
+    )
+    train = [
+        str(bin_folder / "fairseq-train"),
+        str(binarized),
+        "--cpu",
+        *("--save-dir", str(checkpoints), "--log-format", "json", "--log-interval", "10"),
+        *fairseq_train_flags(settings, seed),
+    ]
+    train_seconds = _run(train, work / "train.log", env, commands)
+    stats = train_figures((work / "train.log").read_text())
+    averaged = checkpoints / "averaged.pt"
+    script = find_average_script(bin_folder)
+    if script is not None:
+        average = [str(bin_folder / "python"), str(script), "--inputs", str(checkpoints)]
+        average += ["--num-update-checkpoints", str(settings["average_last"]), "--output", str(averaged)]
+    else:
+        average = [str(bin_folder / "python"), "-c", AVERAGE_FALLBACK, str(checkpoints)]
+        average += [str(settings["average_last"]), str(averaged)]
+    _run(average, work / "average.log", env, commands)
+    generate = [
+        str(bin_folder / "fairseq-generate"),
+        str(binarized),
+        "--cpu",
+        *("--path", str(averaged), "--gen-subset", "test", "--seed", str(seed)),
+        *fairseq_generate_flags(settings),
+    ]
+    decode_seconds = _run(generate, work / "generate.log", env, commands)
+    output = (work / "generate.log").read_text()
+    decoded = len(re.findall(r"^H-", output, flags=re.M))
+    if test_pairs is not None and decoded != test_pairs:
+        raise ValueError(f"fairseq-generate decoded {decoded} of {test_pairs} test sentences, see {work}")
+    return FairseqRun(
+        hypotheses=hypotheses_in_order(output),
+        train_seconds=train_seconds,
+        train_stats=stats,
+        decode_seconds=decode_seconds,
+        decode_sentences_per_s=decoding_speed(output),
+        averaged=re.findall(r"checkpoint_\d+_\d+\.pt", (work / "average.log").read_text()),
+        commands=commands,
+    )

@@ -1,0 +1,69 @@
+"""One peer run's record: `benchmarks/results/peers-<task>-<system>-seed<S>-<date>.json`, one JSON object a run."""
+
+import datetime
+import json
+import os
+import platform
+import resource
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+SYSTEMS = ("hf_vanilla", "fairseq", "opennmt", "sockeye")
+# The keys every record holds; `quality` is {"metric": ..., "value": ...}.
+REQUIRED = (
+    "task",
+    "system",
+    "seed",
+    "quality",
+    "train_tokens_per_s",
+    "decode_sentences_per_s",
+    "wall_s",
+    "peak_rss_mb",
+    "device",
+    "settings",
+    "command",
+)
+
+
+def peak_child_rss_mb() -> float:
+    """The largest resident set of any finished child process of this one (Linux reports KiB), in MiB."""
+    return round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+
+
+def device(threads: int | None) -> dict:
+    """Where the run ran: CPU, the cores it may use and the machine's."""
+    return {"kind": "cpu", "processor": platform.processor() or platform.machine(), "threads": threads,
+            "cpu_count": os.cpu_count()}  # fmt: skip
+
+
+def schema_problems(record: dict) -> list[str]:
+    """What makes `record` not a peer record (empty when it is one)."""
+    problems = [f"missing {key}" for key in REQUIRED if key not in record]
+    if record.get("system") not in SYSTEMS:
+        problems.append(f"system {record.get('system')!r} is none of {SYSTEMS}")
+    quality = record.get("quality")
+    if not (isinstance(quality, dict) and set(quality) >= {"metric", "value"}):
+        problems.append("quality must be {'metric': ..., 'value': ...}")
+    for key in ("train_tokens_per_s", "decode_sentences_per_s", "wall_s", "peak_rss_mb"):
+        if key in record and not (isinstance(record[key], int | float) and record[key] >= 0):
+            problems.append(f"{key} must be a number of at least 0, got {record[key]!r}")
+    if not isinstance(record.get("settings"), list) or not record.get("settings"):
+        problems.append("settings must be the side-by-side table's rows")
+    return problems
+
+
+def record_path(folder: Path, record: dict, day: datetime.date | None = None) -> Path:
+    """`folder/peers-<task>-<system>-seed<S>-<date>.json`."""
+    day = day or datetime.date.today()
+    return Path(folder) / f"peers-{record['task']}-{record['system']}-seed{record['seed']}-{day.isoformat()}.json"
+
+
+def write_record(record: dict, folder: Path = RESULTS) -> Path:
+    """Writes `record` (checked by `schema_problems`) to `record_path` and returns the path."""
+    problems = schema_problems(record)
+    if problems:
+        raise ValueError(f"not a peer record: {'; '.join(problems)}")
+    path = record_path(folder, record)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path

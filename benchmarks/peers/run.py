@@ -1,0 +1,200 @@
+"""hf_vanilla beside fairseq (and, to come, OpenNMT-py and Sockeye) on the same data, tokenizer and budget: one
+command a run, one JSON record a run.
+
+    python benchmarks/peers/run.py --task translation --system fairseq --seed 1
+    python benchmarks/peers/run.py --task translation --system hf_vanilla --seed 1
+    python benchmarks/peers/run.py --task translation --system fairseq --seed 1 --max-updates 20 --save-every 5 \
+        --eval-every 10 --test-limit 20 --results-dir /tmp/peers        # a short check of every step, no figure
+
+A peer run makes or reuses the peer's own environment (`peer_venvs.INSTALL`, outside the repository), writes the
+demo's splits in the demo's own shared BPE pieces (`split_pieces`), trains and decodes with the demo preset's settings
+mapped flag by flag (`settings_table`, printed side by side), scores the outputs with the project's sacreBLEU, and
+writes `benchmarks/results/peers-<task>-<system>-seed<S>-<date>.json` (`peer_record`). `--system hf_vanilla` runs
+the recipe itself (`accelerate launch --quiet --cpu --num_processes 1 recipes/wmt_ende.py --preset demo`) and
+records it the same way.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
+
+from fairseq_peer import run_fairseq
+from peer_record import RESULTS, device, peak_child_rss_mb, write_record
+from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
+from settings_table import as_records, demo_settings, fairseq_rows, render
+from split_pieces import LANGUAGES, demo_corpus, export_splits, shared_tokenizer, text_from_pieces
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+TASKS = ("translation",)
+READY = ("hf_vanilla", "fairseq")  # the systems this script runs so far
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=TASKS, default="translation")
+    parser.add_argument("--system", choices=READY, required=True)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--preset", default="demo", help="The recipe's preset whose settings are matched.")
+    parser.add_argument("--work-dir", type=Path, help="Data, checkpoints, logs (default: /tmp/peers/TASK-SYSTEM-S).")
+    parser.add_argument("--venvs", type=Path, default=DEFAULT_ROOT, help="Where the peers' environments go.")
+    parser.add_argument("--tokenizer-from", type=Path, help="A finished demo run's tokenizer folder to reuse.")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS, help="Where the record is written.")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads of the peer (default: torch's).")
+    short = parser.add_argument_group("a short check (the record then says so; not a figure)")
+    short.add_argument("--max-updates", type=int, help="Updates instead of the preset's.")
+    short.add_argument("--save-every", type=int, help="Updates between checkpoints instead of the preset's.")
+    short.add_argument("--eval-every", type=int, help="Updates between validations instead of the preset's.")
+    short.add_argument("--test-limit", type=int, help="Decode and score only the first N test pairs.")
+    args = parser.parse_args(argv)
+    for name in ("max_updates", "save_every", "test_limit", "threads"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    return args
+
+
+def run_settings(args: argparse.Namespace) -> dict:
+    """The preset's settings with the short check's overrides."""
+    return demo_settings(
+        args.preset, max_steps=args.max_updates, save_every=args.save_every, eval_every=args.eval_every
+    )
+
+
+def short_check(args: argparse.Namespace) -> bool:
+    """Whether the run departs from the preset's budget (its figures then are no benchmark)."""
+    return any(v is not None for v in (args.max_updates, args.save_every, args.eval_every, args.test_limit))
+
+
+def run_peer(args: argparse.Namespace, settings: dict, work: Path) -> dict:
+    """Exports the splits, runs the peer, scores it; the record's figures."""
+    bin_folder = ensure_venv(args.system, args.venvs)
+    corpus = demo_corpus(settings)
+    tokenizer = shared_tokenizer(
+        work / "tokenizer", corpus["train"], settings["vocab_size"], "bible", args.tokenizer_from
+    )
+    exported = export_splits(corpus, tokenizer, work / "data", settings, args.test_limit)
+    test_pairs = exported.counts["test"]
+    peer = run_fairseq(exported.folder, work / args.system, bin_folder, settings, args.seed, args.threads, test_pairs)
+    references = (exported.folder / f"test.raw.{LANGUAGES[1]}").read_text(encoding="utf-8").splitlines()
+    hypotheses = [text_from_pieces(line, tokenizer) for line in peer.hypotheses]
+    (work / args.system / "hypotheses.txt").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    bleu, signature = sacrebleu_score(hypotheses, references)
+    train_tokens = exported.tokens["train"]
+    # fairseq's wps counts target tokens (</s> included); hf_vanilla's tokens/s counts source and target tokens:
+    # scaled by the training split's source-to-target ratio, over the epochs fairseq ran (whole or nearly).
+    both_sides = 1 + train_tokens["source"] / train_tokens["target"]
+    return {
+        "quality": {"metric": "sacrebleu", "value": bleu, "signature": signature},
+        "tokenized_bleu": tokenized_bleu(hypotheses, references, LANGUAGES[1]),
+        "train_tokens_per_s": round(peer.train_stats["train_wps"] * both_sides, 1),
+        "train_tokens_per_s_basis": "fairseq's train_wps (target tokens/s) x (1 + source/target tokens of the split)",
+        "train_target_tokens_per_s": peer.train_stats["train_wps"],
+        "decode_sentences_per_s": peer.decode_sentences_per_s,
+        "train_s": round(peer.train_seconds, 1),
+        "decode_s": round(peer.decode_seconds, 1),
+        "train_stats": peer.train_stats,
+        "averaged_checkpoints": peer.averaged,
+        "data": {"pairs": exported.counts, "tokens": exported.tokens, "train_dropped": exported.dropped},
+        "install": install_line(args.system),
+        "peer_commands": peer.commands,
+        "settings_table": render(fairseq_rows(settings), args.system),
+        "rows": fairseq_rows(settings),
+    }
+
+
+def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict:
+    """The recipe itself, launched as its docs launch it, then its final model's test decoding timed."""
+    output = work / "run"
+    command = ["accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1", "recipes/wmt_ende.py"]
+    if args.threads:  # accelerate launch sets the threads itself (OMP_NUM_THREADS) from this flag
+        command[6:6] = ["--num_cpu_threads_per_process", str(args.threads)]
+    command += ["--preset", args.preset, "--seed", str(args.seed), "--output-dir", str(output)]
+    command += ["--overwrite-output-dir"]
+    for flag, value in (("--max-steps", args.max_updates), ("--save-every", args.save_every)):
+        command += [flag, str(value)] if value is not None else []
+    command += ["--eval-every", str(args.eval_every)] if args.eval_every is not None else []
+    command += ["--eval-sentences", str(args.test_limit)] if args.test_limit is not None else []
+    env = dict(os.environ, **({"OMP_NUM_THREADS": str(args.threads)} if args.threads else {}))
+    start = time.perf_counter()
+    subprocess.run(command, cwd=REPOSITORY, check=True, env=env)
+    train_and_test_s = time.perf_counter() - start
+    results = json.loads((output / "results.json").read_text())
+    speed = timed_decoding(output / "final", args.test_limit, args.threads)
+    return {
+        "quality": {"metric": "sacrebleu", "value": results["sacrebleu"], "signature": results["sacrebleu_signature"]},
+        "tokenized_bleu": results.get("tokenized_bleu"),
+        "train_tokens_per_s": results["train_tokens_per_second"],
+        "train_tokens_per_s_basis": "the recipe's source + target tokens (</s> included) / training seconds",
+        "decode_sentences_per_s": speed,
+        "train_s": results["train_seconds"],
+        "recipe_s": round(train_and_test_s, 1),
+        "averaged_checkpoints": results.get("averaged_checkpoints"),
+        "recipe_command": " ".join(command),
+        "rows": fairseq_rows(settings),
+    }
+
+
+def timed_decoding(model_folder: Path, test_limit: int | None, threads: int | None) -> float:
+    """Sentences a second of the final model's beam search (its generation config: the demo's beam) over the test
+    split (its first `test_limit` pairs), as the recipe decodes it, on `threads` CPU threads."""
+    import torch
+
+    from hf_vanilla import VanillaTransformerForConditionalGeneration
+    from hf_vanilla.decoding import generate_texts
+    from hf_vanilla.tokenization import load_tokenizer
+
+    settings = demo_settings()
+    pairs = demo_corpus(settings)["test"]
+    sources = [p[LANGUAGES[0]] for p in pairs["translation"]][:test_limit]
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(model_folder)
+    tokenizer = load_tokenizer(model_folder)
+    if threads:
+        torch.set_num_threads(threads)
+    start = time.perf_counter()
+    generate_texts(model, tokenizer, sources, progress=False)
+    return round(len(sources) / (time.perf_counter() - start), 2)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    settings = run_settings(args)
+    work = args.work_dir or Path("/tmp/peers") / f"{args.task}-{args.system}-{args.seed}"
+    work.mkdir(parents=True, exist_ok=True)
+    rows = fairseq_rows(settings)
+    print(render(rows, "fairseq"), flush=True)
+    start = time.perf_counter()
+    figures = run_fairseq_or_recipe(args, settings, work)
+    wall = time.perf_counter() - start
+    figures.pop("rows")
+    record = {
+        "task": args.task,
+        "system": args.system,
+        "seed": args.seed,
+        **figures,
+        "wall_s": round(wall, 1),
+        "peak_rss_mb": peak_child_rss_mb(),
+        "device": device(args.threads),
+        "short_check": short_check(args),
+        "settings": as_records(rows),
+        "resolved_settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+    }
+    path = write_record(record, args.results_dir)
+    print(f"[peers] {args.system}: sacreBLEU {record['quality']['value']}, {record['wall_s']} s; record: {path}")
+    return record
+
+
+def run_fairseq_or_recipe(args: argparse.Namespace, settings: dict, work: Path) -> dict:
+    """The run of `args.system`."""
+    if args.system == "hf_vanilla":
+        return run_hf_vanilla(args, settings, work)
+    return run_peer(args, settings, work)
+
+
+if __name__ == "__main__":
+    main()

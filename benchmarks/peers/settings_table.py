@@ -1,0 +1,264 @@
+"""The demo preset's settings, each beside the peer's flag that gives it (or the reason none can), and the peer's
+command-line flags derived from them: the side-by-side table a peer run prints and records."""
+
+from dataclasses import asdict, dataclass
+
+from hf_vanilla.configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
+from hf_vanilla.training.arguments import DEFAULTS
+from hf_vanilla.training.presets import WMT_PRESETS
+from hf_vanilla.training.schedule import peak_learning_rate
+
+# The settings a run may change for a short check (`run.py --max-updates` etc.); a full run changes none.
+OVERRIDABLE = ("max_steps", "save_every", "eval_every", "average_last")
+
+
+def demo_settings(preset: str = "demo", **overrides) -> dict:
+    """Every setting of the translation recipe's `preset` that a peer has to match, as the recipe resolves it: the
+    run's (`WMT_PRESETS`, `DEFAULTS`), the model's (`VanillaTransformerConfig.from_preset`) and the decoding's
+    (`VanillaGenerationConfig.from_model_config`), with `overrides` (names of `OVERRIDABLE`) over them."""
+    unknown = set(overrides) - set(OVERRIDABLE)
+    if unknown:
+        raise ValueError(f"not overridable: {sorted(unknown)}")
+    run = {**DEFAULTS, **WMT_PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
+    model = VanillaTransformerConfig.from_preset(run["model_preset"])
+    decoding = VanillaGenerationConfig.from_model_config(model)
+    betas = tuple(float(b) for b in run["adam_betas"].split(","))
+    return {
+        "preset": preset,
+        "encoder_layers": model.encoder_layers,
+        "decoder_layers": model.decoder_layers,
+        "d_model": model.d_model,
+        "num_attention_heads": model.num_attention_heads,
+        "d_ff": model.d_ff,
+        "activation": model.activation_function,
+        "dropout": model.dropout,
+        "attention_dropout": model.attention_dropout,
+        "activation_dropout": model.activation_dropout,
+        "label_smoothing": model.label_smoothing,
+        "tie_word_embeddings": model.tie_word_embeddings,
+        "scale_embedding": model.scale_embedding,
+        "vocab_size": run["vocab_size"],
+        "adam_betas": betas,
+        "adam_eps": run["adam_eps"],
+        "warmup_steps": run["warmup_steps"],
+        "lr_scale": run["lr_scale"],
+        "peak_lr": peak_learning_rate(model.d_model, run["warmup_steps"], run["lr_scale"]),
+        "tokens_per_step": run["tokens_per_step"],
+        "max_steps": run["max_steps"],
+        "save_every": run["save_every"],
+        "keep_last": run["average_last"],  # the recipe keeps those it averages unless --keep-last says otherwise
+        "average_last": run["average_last"],
+        "eval_every": run["eval_every"],
+        "max_length": run["max_length"],
+        "max_length_ratio": run["max_length_ratio"],
+        "max_source_words": run["max_source_words"],
+        "max_train_source_words": run["max_train_source_words"],
+        "num_beams": decoding.num_beams,
+        "length_penalty": decoding.length_penalty,
+        "length_penalty_style": decoding.length_penalty_style,
+        "max_length_offset": decoding.max_length_offset,
+        "decode_max_tokens": 4000,  # hf_vanilla.decoding.generate_texts' batches of source tokens
+    }
+
+
+@dataclass(frozen=True)
+class Row:
+    """One setting: its value in hf_vanilla's recipe, the peer's (a flag and its value, or what the peer does), and
+    how they relate; `matched` is False where the peer cannot give the same."""
+
+    setting: str
+    hf_vanilla: str
+    peer: str
+    note: str = ""
+    matched: bool = True
+
+
+def fairseq_rows(s: dict) -> list[Row]:
+    """The side-by-side table of fairseq 0.12 (`transformer` arch, `label_smoothed_cross_entropy`, `adam`,
+    `inverse_sqrt`) against the settings `s` (`demo_settings`)."""
+    betas = f"({s['adam_betas'][0]}, {s['adam_betas'][1]})"
+    schedule = f"{s['lr_scale']} * d^-0.5 * min(n^-0.5, n w^-1.5), peak {s['peak_lr']:.6g}"
+    return [
+        Row("encoder layers", str(s["encoder_layers"]), f"--encoder-layers {s['encoder_layers']}"),
+        Row("decoder layers", str(s["decoder_layers"]), f"--decoder-layers {s['decoder_layers']}"),
+        Row("d_model", str(s["d_model"]), f"--encoder/decoder-embed-dim {s['d_model']}"),
+        Row("heads", str(s["num_attention_heads"]), f"--encoder/decoder-attention-heads {s['num_attention_heads']}"),
+        Row("d_ff", str(s["d_ff"]), f"--encoder/decoder-ffn-embed-dim {s['d_ff']}"),
+        Row("activation", s["activation"], f"--activation-fn {s['activation']}"),
+        Row("layer norm", "post-norm (the paper)", "default (no --encoder/decoder-normalize-before)"),
+        Row("positions", "sinusoidal", "sinusoidal (sin and cos halves concatenated, not interleaved)"),
+        Row("embedding scale", "sqrt(d_model)" if s["scale_embedding"] else "1", "sqrt(d_model) (default)"),
+        Row("dropout", str(s["dropout"]), f"--dropout {s['dropout']}"),
+        Row("attention dropout", str(s["attention_dropout"]), f"--attention-dropout {s['attention_dropout']}"),
+        Row("activation dropout", str(s["activation_dropout"]), f"--activation-dropout {s['activation_dropout']}"),
+        Row(
+            "label smoothing",
+            str(s["label_smoothing"]),
+            f"--criterion label_smoothed_cross_entropy --label-smoothing {s['label_smoothing']}",
+            "the target keeps 1 - eps + eps/V here (eps spread over all V classes), 1 - eps in fairseq (eps over "
+            "the other V - 1): a difference of eps/V",
+        ),
+        Row(
+            "tied embeddings",
+            "encoder, decoder and output" if s["tie_word_embeddings"] else "none",
+            "--share-all-embeddings (one dictionary for both sides)",
+        ),
+        Row(
+            "vocabulary",
+            f"shared byte-level BPE, {s['vocab_size']} pieces",
+            f"the same pieces (dict.txt of the {s['vocab_size'] - 4} non-special pieces + fairseq's 4 specials)",
+        ),
+        Row("Adam betas", betas, f"--optimizer adam --adam-betas '{betas}'"),
+        Row("Adam eps", str(s["adam_eps"]), f"--adam-eps {s['adam_eps']}"),
+        Row("weight decay, clipping", "none", "--weight-decay 0 --clip-norm 0 (defaults)"),
+        Row(
+            "learning rate",
+            schedule,
+            f"--lr-scheduler inverse_sqrt --lr {s['peak_lr']:.6g} --warmup-init-lr 0 "
+            f"--warmup-updates {s['warmup_steps']}",
+            "the same curve (linear to the peak, then peak * sqrt(w/n)), but fairseq's update n uses the rate of "
+            "n-1 (its first update runs at lr 0)",
+            matched=False,
+        ),
+        Row(
+            "tokens per update",
+            f"{s['tokens_per_step']} (padded source and padded target each at most that)",
+            f"--max-tokens {s['tokens_per_step']} --update-freq 1 --required-batch-size-multiple 1",
+            "both cap max(padded source, padded target) * sentences; fairseq's default batch multiple of 8 is off",
+        ),
+        Row(
+            "batching",
+            "bands of 3 source lengths sorted by target length, batch order shuffled per epoch",
+            "sorted by (target, source) length, batch order shuffled per epoch",
+            "the same budget, other neighbours in a batch",
+            matched=False,
+        ),
+        Row("updates", str(s["max_steps"]), f"--max-update {s['max_steps']}"),
+        Row(
+            "checkpoints",
+            f"every {s['save_every']} updates, last {s['keep_last']} kept",
+            f"--save-interval-updates {s['save_every']} --keep-interval-updates {s['keep_last']} "
+            "--no-epoch-checkpoints",
+        ),
+        Row(
+            "validation",
+            f"loss every {s['eval_every']} updates",
+            f"--validate-interval-updates {s['eval_every']} --validate-interval 1000000 (none at epoch ends)",
+        ),
+        Row(
+            "averaging",
+            f"last {s['average_last']} checkpoints",
+            f"scripts/average_checkpoints.py --num-update-checkpoints {s['average_last']}",
+            "the script is in fairseq's repository, not in the fairseq-fixed package: where it is absent, the same "
+            "mean of the newest update checkpoints (fairseq_peer.AVERAGE_FALLBACK)",
+        ),
+        Row(
+            "initialisation",
+            "normal(0, init_std) projections, normal(0, d^-0.5) embeddings",
+            "xavier_uniform projections, normal(0, d^-0.5) embeddings",
+            "fairseq has no flag for another initialisation",
+            matched=False,
+        ),
+        Row("beam", str(s["num_beams"]), f"--beam {s['num_beams']}"),
+        Row(
+            "length penalty",
+            f"GNMT: log P / ((5 + len(Y)) / 6)^{s['length_penalty']}",
+            f"--lenpen {s['length_penalty']}: length normalization, log P / len(Y)^{s['length_penalty']}",
+            "fairseq-generate has no GNMT penalty; the same alpha under its formula",
+            matched=False,
+        ),
+        Row(
+            "maximum output",
+            f"source tokens (with </s>) + {s['max_length_offset']}, </s> included",
+            f"--max-len-a 1 --max-len-b {s['max_length_offset'] - 1}",
+            "fairseq's limit a * source + b leaves out the </s> it adds: b is one less",
+        ),
+        Row(
+            "decoding batches",
+            f"at most {s['decode_max_tokens']} source tokens",
+            f"--max-tokens {s['decode_max_tokens']} --required-batch-size-multiple 1",
+            "fairseq counts max(source, reference) tokens; with its default multiple of 8 it left sentences out",
+        ),
+        Row(
+            "training pairs",
+            f"source <= {s['max_train_source_words']} words; sides <= {s['max_length']} tokens, ratio <= "
+            f"{s['max_length_ratio']}",
+            "the exported split, filtered by the recipe's rules",
+        ),
+        Row("held-out pairs", f"source <= {s['max_source_words']} words", "the exported splits"),
+    ]
+
+
+def fairseq_train_flags(s: dict, seed: int) -> list[str]:
+    """`fairseq-train`'s flags (after the data folder) for the settings `s`: every row of `fairseq_rows`."""
+    betas = f"({s['adam_betas'][0]}, {s['adam_betas'][1]})"
+    flags = {
+        "--arch": "transformer",
+        "--share-all-embeddings": None,
+        "--encoder-layers": s["encoder_layers"],
+        "--decoder-layers": s["decoder_layers"],
+        "--encoder-embed-dim": s["d_model"],
+        "--decoder-embed-dim": s["d_model"],
+        "--encoder-attention-heads": s["num_attention_heads"],
+        "--decoder-attention-heads": s["num_attention_heads"],
+        "--encoder-ffn-embed-dim": s["d_ff"],
+        "--decoder-ffn-embed-dim": s["d_ff"],
+        "--activation-fn": s["activation"],
+        "--dropout": s["dropout"],
+        "--attention-dropout": s["attention_dropout"],
+        "--activation-dropout": s["activation_dropout"],
+        "--criterion": "label_smoothed_cross_entropy",
+        "--label-smoothing": s["label_smoothing"],
+        "--optimizer": "adam",
+        "--adam-betas": betas,
+        "--adam-eps": s["adam_eps"],
+        "--weight-decay": 0.0,
+        "--clip-norm": 0.0,
+        "--lr-scheduler": "inverse_sqrt",
+        "--lr": f"{s['peak_lr']:.10g}",
+        "--warmup-init-lr": 0,
+        "--warmup-updates": s["warmup_steps"],
+        "--max-tokens": s["tokens_per_step"],
+        "--update-freq": 1,
+        "--required-batch-size-multiple": 1,
+        "--max-update": s["max_steps"],
+        "--save-interval-updates": s["save_every"],
+        "--keep-interval-updates": s["keep_last"],
+        "--no-epoch-checkpoints": None,
+        "--validate-interval-updates": s["eval_every"],
+        "--validate-interval": 1_000_000,
+        "--seed": seed,
+    }
+    if not s["eval_every"]:
+        flags.pop("--validate-interval-updates")
+        flags["--disable-validation"] = None
+    return [str(part) for flag, value in flags.items() for part in ((flag,) if value is None else (flag, value))]
+
+
+def fairseq_generate_flags(s: dict) -> list[str]:
+    """`fairseq-generate`'s decoding flags for the settings `s`."""
+    return [
+        *("--beam", str(s["num_beams"]), "--lenpen", str(s["length_penalty"])),
+        *("--max-len-a", "1", "--max-len-b", str(s["max_length_offset"] - 1)),
+        *("--max-tokens", str(s["decode_max_tokens"])),
+        # fairseq-generate's default multiple of 8 left 4 of 20 test sentences untranslated (16 in one batch, the
+        # other 4 never decoded): every sentence is decoded with 1.
+        *("--required-batch-size-multiple", "1"),
+    ]
+
+
+def render(rows: list[Row], peer: str) -> str:
+    """The table as Markdown, the settings a peer cannot match marked and listed under it."""
+    lines = [f"| setting | hf_vanilla | {peer} | note |", "|---|---|---|---|"]
+    for row in rows:
+        mark = "" if row.matched else " (not matched)"
+        lines.append(f"| {row.setting}{mark} | {row.hf_vanilla} | {row.peer} | {row.note} |")
+    unmatched = [row.setting for row in rows if not row.matched]
+    if unmatched:
+        lines.append(f"\n{peer} cannot match: {', '.join(unmatched)}.")
+    return "\n".join(lines)
+
+
+def as_records(rows: list[Row]) -> list[dict]:
+    """The rows as the record's `settings`."""
+    return [asdict(row) for row in rows]

@@ -1,0 +1,116 @@
+"""The demo's train / valid / test splits written as a peer reads them: one sentence a line, in the demo's own shared
+BPE pieces (space-separated, without the </s> every peer adds itself), the training split filtered by the recipe's
+own rules, and the raw held-out text beside them for scoring."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
+from hf_vanilla.data.encoding import EncodedPairs
+from hf_vanilla.tokenization import (
+    SPECIAL_TOKENS,
+    check_provenance,
+    ensure_shared_tokenizer,
+    load_tokenizer,
+    text_fingerprint,
+)
+
+LANGUAGES = ("en", "de")
+SPLITS = {"train": "train", "validation": "valid", "test": "test"}  # the corpus' split -> the peers' file stem
+
+
+def demo_corpus(settings: dict, dataset: str = "bible"):
+    """The recipe's splits of `dataset` (`recipes/wmt_ende.py`): empty sides dropped, the training split to
+    `max_train_source_words` source words, the held-out splits to `max_source_words`."""
+    corpus = load_translation_corpus(dataset, *LANGUAGES)
+    limits = {
+        split: settings["max_train_source_words"] if split == "train" else settings["max_source_words"]
+        for split in corpus
+    }
+    return select_pairs(corpus, *LANGUAGES, limits)
+
+
+def shared_tokenizer(folder: Path, train_split, vocab_size: int, dataset: str = "bible", source: Path | None = None):
+    """The demo's shared BPE: trained into `folder` on `train_split` by the function the recipe trains it with
+    (`ensure_shared_tokenizer`, reused when `folder` holds it already), or, with `source` (a finished demo run's
+    `tokenizer` folder), read from there once its record says it was trained on the same text and size."""
+    if source is not None:
+        expected = {"vocab_size": vocab_size, "text_sha256": text_fingerprint(train_split, LANGUAGES)}
+        check_provenance(source, expected)
+        return load_tokenizer(source)
+    ensure_shared_tokenizer(folder, train_split, LANGUAGES, vocab_size, dataset)
+    return load_tokenizer(folder)
+
+
+def encode(pairs, tokenizer) -> EncodedPairs:
+    """The ids of `pairs` as the recipe encodes them: each side ending with </s>."""
+    sources = tokenizer([p[LANGUAGES[0]] for p in pairs["translation"]], verbose=False)["input_ids"]
+    targets = tokenizer([p[LANGUAGES[1]] for p in pairs["translation"]], verbose=False)["input_ids"]
+    return EncodedPairs.from_lists(sources, targets)
+
+
+def piece_line(ids, tokenizer) -> str:
+    """One sentence's ids as the line a peer reads: its pieces separated by spaces, the final </s> left out."""
+    ids = [int(i) for i in ids]
+    if ids and ids[-1] == tokenizer.eos_token_id:
+        ids = ids[:-1]
+    return " ".join(tokenizer.convert_ids_to_tokens(ids))
+
+
+def text_from_pieces(line: str, tokenizer) -> str:
+    """A peer's output line of pieces back to text, as hf_vanilla decodes its own ids (special tokens dropped)."""
+    ids = tokenizer.convert_tokens_to_ids(line.split())
+    return tokenizer.decode(ids, skip_special_tokens=True)
+
+
+@dataclass
+class Exported:
+    """Where the splits went and how many pairs each holds (the training split after the length filter)."""
+
+    folder: Path
+    counts: dict[str, int]
+    dropped: dict[str, int]
+    tokens: dict[str, dict[str, int]]  # split -> {"source": ..., "target": ...}, </s> counted
+
+
+def export_splits(corpus, tokenizer, folder: Path, settings: dict, test_limit: int | None = None) -> Exported:
+    """Writes `folder/{train,valid,test}.{en,de}` (pieces), `test.raw.{en,de}` (the text scored against) and
+    `dict.txt` (`write_dictionary`). The training split keeps the pairs the recipe trains on (`length_filter` with
+    the preset's `max_length` and `max_length_ratio`); `test_limit` keeps the first N test pairs (a short check)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    counts, tokens, dropped = {}, {}, {}
+    for split, stem in SPLITS.items():
+        pairs = corpus[split]
+        if split == "test" and test_limit is not None:
+            pairs = pairs.select(range(min(test_limit, len(pairs))))
+        examples = encode(pairs, tokenizer)
+        if split == "train":
+            examples, dropped = examples.length_filter(settings["max_length"], settings["max_length_ratio"])
+        for side, ids, offsets in (
+            (LANGUAGES[0], examples.source_ids, examples.source_offsets),
+            (LANGUAGES[1], examples.target_ids, examples.target_offsets),
+        ):
+            lines = [piece_line(ids[offsets[i] : offsets[i + 1]], tokenizer) for i in range(len(examples))]
+            _write_lines(folder / f"{stem}.{side}", lines)
+            if split == "test":
+                _write_lines(folder / f"test.raw.{side}", [pair[side] for pair in pairs["translation"]])
+        counts[stem] = len(examples)
+        tokens[stem] = {"source": int(examples.source_lengths.sum()), "target": int(examples.target_lengths.sum())}
+    write_dictionary(tokenizer, folder / "dict.txt")
+    return Exported(folder, counts, dropped, tokens)
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def write_dictionary(tokenizer, path: Path) -> list[str]:
+    """fairseq's `dict.txt` (`piece count` lines) of every piece of the vocabulary but the four special tokens, in id
+    order: with fairseq's own four specials in front, the dictionary has the tokenizer's size, so that both models
+    have the same vocabulary. Returns the pieces written."""
+    special = set(SPECIAL_TOKENS)
+    pieces = [piece for piece in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) if piece not in special]
+    if any(not piece or any(c.isspace() for c in piece) for piece in pieces):
+        raise ValueError("a vocabulary piece is empty or holds white space: it cannot be a line's token")
+    path.write_text("".join(f"{piece} 1\n" for piece in pieces), encoding="utf-8")
+    return pieces

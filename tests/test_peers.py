@@ -1,0 +1,186 @@
+"""`benchmarks/peers/`: the demo's splits exported as its own BPE pieces, the side-by-side settings and fairseq's flags
+derived from them, fairseq's logs read back, and the record's schema. None of it needs a peer's environment."""
+
+import datetime
+import json
+
+import pytest
+from datasets import Dataset, DatasetDict
+
+from hf_vanilla.configuration_vanilla import PRESETS
+from hf_vanilla.training.presets import WMT_PRESETS
+
+from runs import peer_module
+
+PAIRS = {
+    "train": [
+        ("The light was good.", "Das Licht war gut."),
+        ("God saw the light, and it was good.", "Und Gott sah das Licht, daß es gut war."),
+        ("In the beginning God created the heavens.", "Im Anfang schuf Gott die Himmel."),
+        ("Yes.", "Und es geschah so, und es war Abend und es war Morgen, der erste Tag."),  # ratio > 1.5: dropped
+    ],
+    "validation": [("The earth was empty.", "Die Erde war leer.")],
+    "test": [("God said: light!", "Gott sprach: Licht!"), ("It was evening.", "Es war Abend."), ("Ja", "Yes")],
+}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    data = peer_module("split_pieces")
+    corpus = DatasetDict(
+        {
+            split: Dataset.from_list([{"translation": {"en": en, "de": de}} for en, de in pairs])
+            for split, pairs in PAIRS.items()
+        }
+    )
+    folder = tmp_path_factory.mktemp("peers")
+    tokenizer = data.shared_tokenizer(folder / "tokenizer", corpus["train"], 300)
+    settings = {"max_length": 250, "max_length_ratio": 1.5}
+    return data.export_splits(corpus, tokenizer, folder / "data", settings, test_limit=2), tokenizer
+
+
+def test_the_exported_pieces_are_the_recipe_s_ids_and_decode_to_the_text(exported):
+    export, tokenizer = exported
+    data = peer_module("split_pieces")
+    kept = {"train": PAIRS["train"][:3], "valid": PAIRS["validation"], "test": PAIRS["test"][:2]}
+    for stem, pairs in kept.items():
+        for index, side in enumerate(("en", "de")):
+            lines = (export.folder / f"{stem}.{side}").read_text(encoding="utf-8").splitlines()
+            texts = [pair[index] for pair in pairs]
+            assert len(lines) == len(texts), (stem, side)
+            for line, text in zip(lines, texts):
+                ids = tokenizer.convert_tokens_to_ids(line.split()) + [tokenizer.eos_token_id]
+                assert ids == tokenizer(text)["input_ids"]
+                assert data.text_from_pieces(line, tokenizer) == text
+    assert (export.folder / "test.raw.de").read_text(encoding="utf-8").splitlines() == [
+        "Gott sprach: Licht!",
+        "Es war Abend.",
+    ]
+    assert export.counts == {"train": 3, "valid": 1, "test": 2} and export.dropped["length_ratio"] == 1
+
+
+def test_the_dictionary_gives_fairseq_the_tokenizer_s_vocabulary(exported):
+    export, tokenizer = exported
+    pieces = [line.rsplit(" ", 1)[0] for line in (export.folder / "dict.txt").read_text(encoding="utf-8").splitlines()]
+    # fairseq puts its own <s> <pad> </s> <unk> in front: the same size and the same pieces as the tokenizer's.
+    assert len(pieces) + 4 == len(tokenizer) and len(set(pieces)) == len(pieces)
+    assert set(pieces) | {"<s>", "<pad>", "</s>", "<unk>"} == set(tokenizer.get_vocab())
+    used = {piece for stem in ("train", "valid", "test") for side in ("en", "de")
+            for piece in (export.folder / f"{stem}.{side}").read_text(encoding="utf-8").split()}  # fmt: skip
+    assert used <= set(pieces)
+
+
+def test_every_setting_of_the_demo_preset_is_in_the_table_and_fairseq_s_flags():
+    table = peer_module("settings_table")
+    settings = table.demo_settings()
+    model, run = PRESETS["demo"], WMT_PRESETS["demo"]
+    for name in ("encoder_layers", "decoder_layers", "d_model", "num_attention_heads", "d_ff", "dropout"):
+        assert settings[name] == model[name]
+    for name in ("vocab_size", "tokens_per_step", "warmup_steps", "max_steps", "average_last", "save_every"):
+        assert settings[name] == run[name]
+    flags = table.fairseq_train_flags(settings, seed=3)
+    given = dict(zip(flags, flags[1:]))
+    expected = {
+        "--encoder-layers": "3", "--decoder-layers": "3", "--encoder-embed-dim": "128", "--decoder-embed-dim": "128",
+        "--encoder-attention-heads": "4", "--encoder-ffn-embed-dim": "512", "--dropout": "0.1",
+        "--attention-dropout": "0.0", "--activation-dropout": "0.0", "--label-smoothing": "0.1",
+        "--adam-betas": "(0.9, 0.98)", "--adam-eps": "1e-09", "--warmup-updates": "400", "--warmup-init-lr": "0",
+        "--max-tokens": "2000", "--required-batch-size-multiple": "1", "--max-update": "2400",
+        "--save-interval-updates": "100", "--keep-interval-updates": "3", "--validate-interval-updates": "600",
+        "--seed": "3",
+    }  # fmt: skip
+    assert {flag: given[flag] for flag in expected} == expected
+    assert float(given["--lr"]) == pytest.approx(0.5 * 128**-0.5 * 400**-0.5)  # the peak of the paper's schedule
+    assert "--share-all-embeddings" in flags and "--no-epoch-checkpoints" in flags
+    generate = table.fairseq_generate_flags(settings)
+    assert dict(zip(generate[::2], generate[1::2])) == {
+        "--beam": "4", "--lenpen": "0.6", "--max-len-a": "1", "--max-len-b": "49", "--max-tokens": "4000",
+        "--required-batch-size-multiple": "1",
+    }  # fmt: skip
+    rows = {row.setting: row for row in table.fairseq_rows(settings)}
+    assert not rows["length penalty"].matched and "GNMT" in rows["length penalty"].hf_vanilla
+    assert "length normalization" in rows["length penalty"].peer
+    rendered = table.render(list(rows.values()), "fairseq")
+    assert (
+        rendered.splitlines()[-1] == "fairseq cannot match: learning rate, batching, initialisation, length penalty."
+    )
+
+
+def test_a_short_check_overrides_only_the_budget():
+    table = peer_module("settings_table")
+    short = table.demo_settings(max_steps=20, save_every=5, eval_every=10)
+    assert (short["max_steps"], short["save_every"], short["eval_every"]) == (20, 5, 10)
+    assert short["peak_lr"] == table.demo_settings()["peak_lr"]
+    with pytest.raises(ValueError, match="not overridable"):
+        table.demo_settings(dropout=0.3)
+
+
+def test_fairseq_s_logs_are_read_back():
+    fairseq = peer_module("fairseq_peer")
+    generated = "S-1\tx\nH-1\t-0.5\tĠb\nD-1\t-0.5\tb\nH-0\t-0.2\tĠa Ġc\n"
+    generated += "2026-11-26 | INFO | fairseq_cli.generate | Translated 2 sentences (5 tokens) in 0.3s (6.67 sentences/s, 16.67 tokens/s)\n"  # noqa: E501
+    assert fairseq.hypotheses_in_order(generated) == ["Ġa Ġc", "Ġb"]
+    assert fairseq.decoding_speed(generated) == 6.67
+    with pytest.raises(ValueError, match=r"no hypothesis for test sentences \[0\]"):
+        fairseq.hypotheses_in_order(generated.replace("H-0", "X-0"))
+    log = '2026 | INFO | train_inner | {"epoch": 1, "update": 0.1, "wps": "10"}\n'
+    log += '2026 | INFO | train | {"epoch": 1, "train_loss": "9.1", "train_wps": "1234.5", "train_wall": "12"}\n'
+    assert fairseq.train_figures(log) == {"epoch": 1.0, "train_loss": 9.1, "train_wps": 1234.5, "train_wall": 12.0}
+
+
+def test_a_record_holds_every_figure_and_is_refused_without_one(tmp_path):
+    record_module = peer_module("peer_record")
+    record = {
+        "task": "translation",
+        "system": "fairseq",
+        "seed": 1,
+        "quality": {"metric": "sacrebleu", "value": 12.3},
+        "train_tokens_per_s": 1000.0,
+        "decode_sentences_per_s": 5.0,
+        "wall_s": 60.0,
+        "peak_rss_mb": 700.0,
+        "device": record_module.device(2),
+        "settings": [{"setting": "beam", "hf_vanilla": "4", "peer": "--beam 4", "note": "", "matched": True}],
+        "command": "python benchmarks/peers/run.py --task translation --system fairseq --seed 1",
+    }
+    path = record_module.write_record(record, tmp_path)
+    assert path.name == f"peers-translation-fairseq-seed1-{datetime.date.today().isoformat()}.json"
+    assert json.loads(path.read_text()) == record
+    for broken in ({k: v for k, v in record.items() if k != "wall_s"}, {**record, "quality": 12.3},
+                   {**record, "system": "marian"}):  # fmt: skip
+        with pytest.raises(ValueError, match="not a peer record"):
+            record_module.write_record(broken, tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+
+
+def test_the_install_lines_are_pinned():
+    venvs = peer_module("peer_venvs")
+    assert venvs.install_line("fairseq") == "pip install torch==2.14.1 fairseq-fixed==0.12.3.1"
+    assert venvs.install_line("opennmt") == "pip install opennmt-py==3.5.1 'numpy<2'"
+    assert all("==" in package or "<" in package for packages in venvs.INSTALL.values() for package in packages)
+
+
+def test_the_command_line_takes_a_short_check_and_refuses_a_count_under_one(monkeypatch, capsys):
+    run = peer_module("run")
+    args = run.parse_args(["--system", "fairseq", "--max-updates", "20", "--save-every", "5", "--test-limit", "20"])
+    settings = run.run_settings(args)
+    assert (settings["max_steps"], settings["save_every"], settings["eval_every"]) == (20, 5, 600)
+    assert run.short_check(args) and not run.short_check(run.parse_args(["--system", "hf_vanilla"]))
+    monkeypatch.setattr("sys.argv", ["run.py"])
+    with pytest.raises(SystemExit):
+        run.parse_args(["--system", "fairseq", "--max-updates", "0"])
+    assert capsys.readouterr().err.splitlines()[-1] == "run.py: error: --max-updates must be at least 1, got 0"
+    with pytest.raises(SystemExit):
+        run.parse_args(["--system", "sockeye"])  # not run yet: refused by argparse
+
+
+def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(exported, tmp_path):
+    export, tokenizer = exported
+    data = peer_module("split_pieces")
+    folder = export.folder.parent / "tokenizer"  # written as the recipe writes OUTPUT_DIR/tokenizer
+    train = Dataset.from_list([{"translation": {"en": en, "de": de}} for en, de in PAIRS["train"]])
+    assert data.shared_tokenizer(tmp_path / "unused", train, 300, source=folder).get_vocab() == tokenizer.get_vocab()
+    other = train.select(range(2))
+    with pytest.raises(ValueError, match="trained for other data"):
+        data.shared_tokenizer(tmp_path / "unused", other, 300, source=folder)
+    assert not (tmp_path / "unused").exists()
