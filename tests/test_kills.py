@@ -273,8 +273,11 @@ def test_a_signal_during_the_final_decoding_writes_no_results_and_resume_finishe
     flags = ["--max-steps", "4", "--save-every", "2", "--eval-sentences", "50", "--num-beams", "4"]
     status, after = signalled_when(output_dir, processes, lambda text: "decoding:" in text, signal.SIGINT, flags)
     lines = [line for line in after.splitlines() if "SIGINT received" in line]
-    assert lines == ["wmt_ende: SIGINT received: stopped during the final evaluation, no results written; run the "
-                     "same command with --resume to average (if due) and evaluate the trained model"], after
+    assert lines == [
+        "wmt_ende: SIGINT received: stopped during the final evaluation, no results written; run the same command "
+        f"with --resume to average (if due) and evaluate the trained model, or score {output_dir}/final with "
+        f"--eval-only --init-from {output_dir}/final --output-dir {output_dir}-eval"
+    ], after
     assert status != 0
     if processes == 1:
         assert "Traceback" not in after, after  # the training process's line, and the quiet launcher's nothing

@@ -464,7 +464,11 @@ def resume_advice(run: RunContext) -> str:
     """How to finish an interrupted run's evaluation."""
     if run.settings.eval_only:
         return "run the same command with --overwrite-output-dir to score the model again"
-    return "run the same command with --resume to average (if due) and evaluate the trained model"
+    final = run.output_dir / "final"
+    return (
+        "run the same command with --resume to average (if due) and evaluate the trained model, or score "
+        f"{final} with --eval-only --init-from {final} --output-dir {run.output_dir}-eval"
+    )
 
 
 def first(pairs, count: int | None):
