@@ -10,7 +10,7 @@ from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditiona
 from hf_vanilla.configuration_vanilla import DECODING
 from hf_vanilla.generation_vanilla import SourceLicensedStutterLogitsProcessor
 
-from reversal import decoded, reversal_accuracy, reversal_batch
+from reversal import decoded, reversal_batch
 
 
 def stutters(tokens: list[int], size: int) -> set[tuple[int, ...]]:
@@ -86,17 +86,20 @@ def test_generate_writes_no_unlicensed_stutter_where_it_otherwise_would():
 
 
 def test_a_repeat_the_source_holds_is_still_written(reversal_model):
-    """The reversal of a source with a token twice in a row holds it twice in a row: licensed, so the trained reversal
-    model decodes as well with the rule (span 1) as without it, sources of doubled tokens included."""
+    """The reversal of a source with a token twice in a row holds it twice in a row: licensed, so every source of a
+    doubled token that the trained reversal model reverses without the rule it still reverses with the rule (span 1).
+    Compared row by row with the model's own decoding without the rule: the model is trained to 95%, and which rows
+    it gets wrong (where the rule may change its output, even to the answer) depends on the machine's rounding."""
     ids, mask, answers = reversal_batch(seed=5, rows=32)
-    doubled = 0
     for row, answer in enumerate(answers):
-        length = len(answer) - 1
-        if length >= 3:
-            ids[row, 1] = ids[row, 2]  # a doubled token inside the source
-            answers[row] = ids[row, :length].flip(0).tolist() + [2]
-            doubled += 1
-    assert doubled > 10
-    plain = reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4)
-    assert plain >= 0.8
-    assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4, no_stutter_span_size=1) == plain
+        length = len(answer) - 1  # at least 3
+        ids[row, 1] = ids[row, 2]  # a doubled token inside the source
+        answers[row] = ids[row, :length].flip(0).tolist() + [2]
+    kwargs = dict(attention_mask=mask, num_beams=4, max_new_tokens=ids.shape[1] + 2)
+    plain, ruled = (
+        [decoded(row) for row in reversal_model.generate(ids, **kwargs, no_stutter_span_size=span).tolist()]
+        for span in (0, 1)
+    )
+    right = [row for row, answer in enumerate(answers) if plain[row] == answer]
+    assert len(right) >= 16, f"the model reverses {len(right)} of 32 sources without the rule"
+    assert [ruled[row] for row in right] == [answers[row] for row in right]
