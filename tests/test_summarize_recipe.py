@@ -33,6 +33,7 @@ from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.host_memory import allocator_chosen_by_user
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
+from hf_vanilla.training.run import start
 
 from runs import RECIPES, SHARED_DATA, recipe, require
 
@@ -462,8 +463,11 @@ def test_presets_and_flags_resolve_to_the_settings_of_the_issue(tmp_path):
     assert resolve(summarize.Arguments(preset="demo", pointer_generator=True), SUMMARIZATION_PRESETS).lr_scale == 1.0
     plain = summarize.Arguments(preset="demo", pointer_generator=False, lr_scale=0.5)
     assert resolve(plain, SUMMARIZATION_PRESETS).lr_scale == 0.5
-    plain = summarize.Arguments(preset="demo", pointer_generator=False, learning_rate=1e-3)
-    assert resolve(plain, SUMMARIZATION_PRESETS).lr_scale == pytest.approx(1e-3 / (128**-0.5 * 400**-0.5))
+    plain = summarize.Arguments(
+        preset="demo", pointer_generator=False, learning_rate=1e-3, output_dir=str(tmp_path / "run")
+    )
+    run = start("summarize", plain, SUMMARIZATION_PRESETS)  # converted with the model's width, known there
+    assert run.settings.lr_scale == pytest.approx(1e-3 / (128**-0.5 * 400**-0.5))
     # The model's DECODING row decodes, with the length penalty chosen on AESLC's dev.
     assert demo.decoding == {"length_penalty": 3.0} and demo.model_preset == "demo_summarization"
     # The copy mechanism is the model preset's alone (no flag default restates it); the demo keeps its best checkpoint

@@ -123,7 +123,7 @@ def _fsync_tree(folder: Path) -> None:
         _fsync(path)
 
 
-def _write_manifest(folder: Path, run_id: str | None) -> None:
+def _write_manifest(folder: Path, run_id: str | None = None) -> None:
     files = {
         str(path.relative_to(folder)): {"bytes": path.stat().st_size, "sha256": _sha256(path)}
         for path in sorted(folder.rglob("*"))
