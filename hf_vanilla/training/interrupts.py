@@ -28,12 +28,14 @@ class RunInterrupted(BaseException):
 
 # A signal that arrives while a collective is under way waits for it to end (`deferred`): a process that left a
 # collective half-way would leave the others waiting on it, or failing with the connection it closed.
-_deferral = {"depth": 0, "pending": None}
+# With several processes only the first raises: the others hold the signal and learn of the stop through the
+# collective they meet next (`agreed_failure`), so that none leaves the others waiting in a collective.
+_deferral = {"depth": 0, "pending": None, "raises": True}
 
 
 def _raise(number, frame):
     name = signal.Signals(number).name
-    if _deferral["depth"]:
+    if _deferral["depth"] or not _deferral["raises"]:
         _deferral["pending"] = name
         return
     raise RunInterrupted(name)
@@ -47,14 +49,16 @@ def deferred():
         yield
     finally:
         _deferral["depth"] -= 1
-    if not _deferral["depth"] and _deferral["pending"] is not None:
+    if not _deferral["depth"] and _deferral["raises"] and _deferral["pending"] is not None:
         name, _deferral["pending"] = _deferral["pending"], None
         raise RunInterrupted(name)
 
 
 @contextmanager
-def interrupting():
-    """SIGINT and SIGTERM raise `RunInterrupted` inside the block (the handlers before it restored after)."""
+def interrupting(raises: bool = True):
+    """SIGINT and SIGTERM raise `RunInterrupted` inside the block (the handlers before it restored after); with
+    `raises` False (a process other than the first), they are only held (see `_deferral`)."""
+    _deferral["raises"] = raises
     previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
     for number in STOP_SIGNALS:
         signal.signal(number, _raise)

@@ -110,7 +110,7 @@ def run_recipe(main: Callable, args, name: str):
     for noisy in ("httpx", "datasets", "transformers"):  # their INFO lines are per-file chatter
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        with interrupting():
+        with interrupting(raises=first_process):
             return main(args)
     except USER_ERRORS as error:
         raise SystemExit(f"{name}: {error}" if first_process else 1) from None

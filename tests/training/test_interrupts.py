@@ -114,3 +114,15 @@ def test_stop_signals_raise_only_inside_raising():
         with pytest.raises(RunInterrupted):
             with signals.raising():  # received before: raises at once
                 pass
+
+
+def test_a_process_other_than_the_first_holds_the_signal_for_the_next_collective():
+    """With several processes only the first raises; another would leave the first waiting in its next collective."""
+    with interrupting(raises=False):
+        os.kill(os.getpid(), signal.SIGINT)
+        let_the_handler_run()
+        with deferred():
+            pass  # held still: no raise on leaving a collective either
+    with pytest.raises(RunInterrupted), interrupting():
+        os.kill(os.getpid(), signal.SIGINT)
+        let_the_handler_run()
