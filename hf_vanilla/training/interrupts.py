@@ -58,7 +58,7 @@ def deferred():
 def interrupting(raises: bool = True):
     """SIGINT and SIGTERM raise `RunInterrupted` inside the block (the handlers before it restored after); with
     `raises` False (a process other than the first), they are only held (see `_deferral`)."""
-    _deferral["raises"] = raises
+    _deferral["raises"], _deferral["pending"] = raises, None
     previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
     for number in STOP_SIGNALS:
         signal.signal(number, _raise)
