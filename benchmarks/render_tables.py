@@ -165,10 +165,67 @@ def engine_bleu_block() -> str:
     )
 
 
+# The peers' records (`benchmarks/peers/run.py`), in the order their table lists tasks and systems.
+PEER_TASKS = ("translation", "summarization", "parsing")
+PEER_METRICS = {"sacrebleu": "sacreBLEU", "rouge1": "ROUGE-1", "f1": "F1"}
+
+
+def peer_records() -> list[dict]:
+    """Every full peer run's record (`peers-*.json`; a `short_check` run is no figure)."""
+    records = [json.loads(path.read_text()) for path in sorted(RESULTS.glob("peers-*.json"))]
+    return [r for r in records if not r.get("short_check")]
+
+
+def spread(values: list[float], digits: int = 1) -> str:
+    """The mean of `values`, with their least and greatest where there are several: `21.3 (20.9-21.7)`."""
+    mean = number(sum(values) / len(values), digits)
+    return mean if len(values) == 1 else f"{mean} ({number(min(values), digits)}-{number(max(values), digits)})"
+
+
+def peers_block() -> str:
+    """benchmarks/peers/run.py: each task's systems on the same data, pieces and budget, over their seeds."""
+    records = peer_records()
+    if not records:
+        return wrapped("No full run is recorded yet.")
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in sorted(records, key=lambda r: (PEER_TASKS.index(r["task"]), r["system"] != "hf_vanilla", r["system"])):
+        groups.setdefault((r["task"], r["system"]), []).append(r)
+    rows = []
+    for (task, system), runs in groups.items():
+        metric = PEER_METRICS.get(runs[0]["quality"]["metric"], runs[0]["quality"]["metric"])
+        rows.append(
+            [
+                task,
+                system,
+                ", ".join(str(r["seed"]) for r in runs),
+                f"{metric} {spread([r['quality']['value'] for r in runs], 2)}",
+                spread([r["train_tokens_per_s"] for r in runs]),
+                spread([r["wall_s"] / 60 for r in runs]),
+                spread([r["decode_sentences_per_s"] for r in runs], 2),
+                number(max(r["peak_rss_mb"] for r in runs), 0),
+            ]
+        )
+    devices = sorted({f"{r['device']['processor']}, {r['device']['threads'] or 'torch default'} threads of "
+                      f"{r['device']['cpu_count']}" for r in records})  # fmt: skip
+    header = ["task", "system", "seeds", "quality: mean (min-max)", "training tokens/s", "wall (min)",
+              "decoding sentences/s", "peak RSS (MiB)"]  # fmt: skip
+    return (
+        wrapped(
+            f"`benchmarks/results/peers-*.json` ({len(records)} runs; {'; '.join(devices)}; each run's command and "
+            "settings table are in its record). Quality on the demo's test split with this project's scorers; "
+            "training tokens/s as each record's `train_tokens_per_s_basis` says; decoding at the demo's beam over the "
+            "test split; mean over seeds (least-greatest):"
+        )
+        + "\n"
+        + table(header, rows)
+    )
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "compare-marian-cpu": marian_block,
     "engines-speed": engine_speed_block,
     "engines-bleu": engine_bleu_block,
+    "peers": peers_block,
 }
 
 

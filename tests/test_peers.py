@@ -184,3 +184,31 @@ def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(ex
     with pytest.raises(ValueError, match="trained for other data"):
         data.shared_tokenizer(tmp_path / "unused", other, 300, source=folder)
     assert not (tmp_path / "unused").exists()
+
+
+def test_the_peers_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path, monkeypatch):
+    """`render_tables.peers_block`: one row a task and system, hf_vanilla first, quality and speeds as the mean over
+    the seeds with their least and greatest, the largest peak memory; a short check is no figure."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    assert render_tables.peers_block() == "No full run is recorded yet.\n"
+
+    def write(system: str, seed: int, bleu: float, speed: float, rss: float, **extra) -> None:
+        record = {"task": "translation", "system": system, "seed": seed, "quality": {"metric": "sacrebleu",
+                  "value": bleu}, "train_tokens_per_s": speed, "decode_sentences_per_s": speed / 100,
+                  "wall_s": 600.0 * seed, "peak_rss_mb": rss, "device": {"processor": "x86_64", "threads": 2,
+                  "cpu_count": 2}, **extra}  # fmt: skip
+        (tmp_path / f"peers-translation-{system}-seed{seed}.json").write_text(json.dumps(record))
+
+    write("fairseq", 1, 20.0, 900.0, 700.0)
+    write("fairseq", 2, 21.0, 1100.0, 800.0)
+    write("hf_vanilla", 1, 22.5, 1000.0, 650.0)
+    write("hf_vanilla", 2, 99.0, 1.0, 1.0, short_check=True)
+    rows = [line for line in render_tables.peers_block().splitlines() if line.startswith("| translation")]
+    assert rows == [
+        "| translation | hf_vanilla | 1 | sacreBLEU 22.50 | 1,000.0 | 10.0 | 10.00 | 650 |",
+        "| translation | fairseq | 1, 2 | sacreBLEU 20.50 (20.00-21.00) | 1,000.0 (900.0-1,100.0) | 15.0 (10.0-20.0) "
+        "| 10.00 (9.00-11.00) | 800 |",
+    ]
