@@ -182,6 +182,27 @@ def spread(values: list[float], digits: int = 1) -> str:
     return mean if len(values) == 1 else f"{mean} ({number(min(values), digits)}-{number(max(values), digits)})"
 
 
+def timed(runs: list[dict], key: str, digits: int = 1, scale: float = 1.0) -> str:
+    """`spread` of `key` over the runs made on an idle machine (a run beside other work times nothing)."""
+    idle = [r[key] / scale for r in runs if not r.get("machine_shared")]
+    return spread(idle, digits) if idle else "shared machine"
+
+
+def peer_row(task: str, system: str, runs: list[dict]) -> list[str]:
+    """The peers table's row of one task and system over its seeds' runs."""
+    metric = PEER_METRICS.get(runs[0]["quality"]["metric"], runs[0]["quality"]["metric"])
+    return [
+        task,
+        system,
+        ", ".join(str(r["seed"]) for r in runs),
+        f"{metric} {spread([r['quality']['value'] for r in runs], 2)}",
+        timed(runs, "train_tokens_per_s"),
+        timed(runs, "wall_s", scale=60),
+        timed(runs, "decode_sentences_per_s", 2),
+        number(max(r["peak_rss_mb"] for r in runs), 0),
+    ]
+
+
 def peers_block() -> str:
     """benchmarks/peers/run.py: each task's systems on the same data, pieces and budget, over their seeds."""
     records = peer_records()
@@ -190,21 +211,7 @@ def peers_block() -> str:
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in sorted(records, key=lambda r: (PEER_TASKS.index(r["task"]), r["system"] != "hf_vanilla", r["system"])):
         groups.setdefault((r["task"], r["system"]), []).append(r)
-    rows = []
-    for (task, system), runs in groups.items():
-        metric = PEER_METRICS.get(runs[0]["quality"]["metric"], runs[0]["quality"]["metric"])
-        rows.append(
-            [
-                task,
-                system,
-                ", ".join(str(r["seed"]) for r in runs),
-                f"{metric} {spread([r['quality']['value'] for r in runs], 2)}",
-                spread([r["train_tokens_per_s"] for r in runs]),
-                spread([r["wall_s"] / 60 for r in runs]),
-                spread([r["decode_sentences_per_s"] for r in runs], 2),
-                number(max(r["peak_rss_mb"] for r in runs), 0),
-            ]
-        )
+    rows = [peer_row(task, system, runs) for (task, system), runs in groups.items()]
     devices = sorted({f"{r['device']['processor']}, {r['device']['threads'] or 'torch default'} threads of "
                       f"{r['device']['cpu_count']}" for r in records})  # fmt: skip
     header = ["task", "system", "seeds", "quality: mean (min-max)", "training tokens/s", "wall (min)",
@@ -214,7 +221,8 @@ def peers_block() -> str:
             f"`benchmarks/results/peers-*.json` ({len(records)} runs; {'; '.join(devices)}; each run's command and "
             "settings table are in its record). Quality on the demo's test split with this project's scorers; "
             "training tokens/s as each record's `train_tokens_per_s_basis` says; decoding at the demo's beam over the "
-            "test split; mean over seeds (least-greatest):"
+            "test split; mean over seeds (least-greatest); the speeds and wall time of idle runs only (a record's "
+            "`machine_shared`: its 15-minute load average above its own threads):"
         )
         + "\n"
         + table(header, rows)

@@ -188,7 +188,8 @@ def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(ex
 
 def test_the_peers_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path, monkeypatch):
     """`render_tables.peers_block`: one row a task and system, hf_vanilla first, quality and speeds as the mean over
-    the seeds with their least and greatest, the largest peak memory; a short check is no figure."""
+    the seeds with their least and greatest, the largest peak memory; a short check is no figure, and a run on a shared
+    machine gives its quality and memory, not its speeds."""
     from runs import benchmark
 
     render_tables = benchmark("render_tables")
@@ -206,9 +207,18 @@ def test_the_peers_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path
     write("fairseq", 2, 21.0, 1100.0, 800.0)
     write("hf_vanilla", 1, 22.5, 1000.0, 650.0)
     write("hf_vanilla", 2, 99.0, 1.0, 1.0, short_check=True)
+    write("sockeye", 1, 18.0, 5.0, 900.0, machine_shared=True)
     rows = [line for line in render_tables.peers_block().splitlines() if line.startswith("| translation")]
     assert rows == [
         "| translation | hf_vanilla | 1 | sacreBLEU 22.50 | 1,000.0 | 10.0 | 10.00 | 650 |",
         "| translation | fairseq | 1, 2 | sacreBLEU 20.50 (20.00-21.00) | 1,000.0 (900.0-1,100.0) | 15.0 (10.0-20.0) "
         "| 10.00 (9.00-11.00) | 800 |",
+        "| translation | sockeye | 1 | sacreBLEU 18.00 | shared machine | shared machine | shared machine | 900 |",
     ]
+
+
+def test_a_run_beside_other_work_is_marked_shared(monkeypatch):
+    record_module = peer_module("peer_record")
+    monkeypatch.setattr(record_module.os, "getloadavg", lambda: (5.0, 4.0, 2.7))
+    assert record_module.machine_load(2) == {"load_average": [5.0, 4.0, 2.7], "machine_shared": True}
+    assert record_module.machine_load(4)["machine_shared"] is False

@@ -36,6 +36,15 @@ def device(threads: int | None) -> dict:
             "cpu_count": os.cpu_count()}  # fmt: skip
 
 
+def machine_load(threads: int | None) -> dict:
+    """The machine's load averages at the end of a run, and whether others shared its cores: the 15-minute load
+    above the run's own threads (all cores when `threads` is None) by more than half a core. A shared run's quality
+    stands; its speeds are no figure (`render_tables.peers_block` leaves them out)."""
+    one, five, fifteen = os.getloadavg()
+    own = threads or os.cpu_count() or 1
+    return {"load_average": [round(one, 2), round(five, 2), round(fifteen, 2)], "machine_shared": fifteen > own + 0.5}
+
+
 def schema_problems(record: dict) -> list[str]:
     """What makes `record` not a peer record (empty when it is one)."""
     problems = [f"missing {key}" for key in REQUIRED if key not in record]

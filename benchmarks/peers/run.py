@@ -25,7 +25,7 @@ from pathlib import Path
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 
 from fairseq_peer import run_fairseq
-from peer_record import RESULTS, device, peak_child_rss_mb, write_record
+from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, write_record
 from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
 from settings_table import as_records, demo_settings, fairseq_rows, render
 from split_pieces import LANGUAGES, demo_corpus, export_splits, shared_tokenizer, text_from_pieces
@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> dict:
         "peak_rss_mb": peak_child_rss_mb(),
         "device": device(args.threads),
         "short_check": short_check(args),
+        **machine_load(args.threads),
         "settings": as_records(rows),
         "resolved_settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
