@@ -22,7 +22,7 @@ def _package_file(name: str):
 
 
 # The decoding settings (name, type, least value, help, tasks) and the input limits: `hf_vanilla/decoding_settings.py`.
-SETTINGS = _package_file("decoding_settings")
+DECODING_SETTINGS = _package_file("decoding_settings")
 # --input's other kinds of file, and the flag that chooses their text.
 TABLE_INPUT = ", or a .jsonl or .csv file of rows, one output line a row (with --text-column)"
 TEXT_COLUMN = "The column of a .jsonl or .csv --input that holds the text (a JSONL or CSV file is refused without it)."
@@ -37,7 +37,7 @@ def _version() -> str:
 
 def _add_settings(command: argparse.ArgumentParser, task: str) -> None:
     """The flags of the decoding settings a user may set for a model of `task` (`decoding_settings.settings_for`)."""
-    for setting in SETTINGS.settings_for(task):
+    for setting in DECODING_SETTINGS.settings_for(task):
         command.add_argument(setting.flag, type=setting.type, help=setting.help_for(task))
 
 
@@ -50,9 +50,9 @@ def _add_decoding_arguments(command: argparse.ArgumentParser, task: str) -> None
     command.add_argument(
         "--max-input-tokens",
         type=int,
-        default=SETTINGS.MAX_INPUT_TOKENS,
+        default=DECODING_SETTINGS.MAX_INPUT_TOKENS,
         help="Longer input lines are skipped (an empty output line) with a warning naming them (default: "
-        f"{SETTINGS.MAX_INPUT_TOKENS}).",
+        f"{DECODING_SETTINGS.MAX_INPUT_TOKENS}).",
     )
 
 
@@ -102,7 +102,8 @@ def _decoding_commands(commands) -> None:
         "--max-input-tokens",
         type=int,
         help="Longer documents are cut to their first N tokens (with </s>), with a warning naming them (default: "
-        f"the model's model_max_length, its training limit, if it records one, else {SETTINGS.SUMMARY_INPUT_TOKENS}).",
+        "the model's model_max_length, its training limit, if it records one, else "
+        f"{DECODING_SETTINGS.SUMMARY_INPUT_TOKENS}).",
     )
 
 
@@ -159,7 +160,8 @@ def _inspection_commands(commands) -> None:
     app.add_argument(
         "--max-input-tokens",
         type=int,
-        help=f"Longer inputs are refused with a message in the page (default: {SETTINGS.APP_INPUT_TOKENS}).",
+        default=DECODING_SETTINGS.APP_INPUT_TOKENS,
+        help=f"Longer inputs are refused with a message in the page (default: {DECODING_SETTINGS.APP_INPUT_TOKENS}).",
     )
 
 
@@ -179,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
 # The smallest value of each numeric flag, whichever subcommand has it (checked before any file or model is read):
 # the decoding settings' from their registry.
 AT_LEAST = {
-    **SETTINGS.least_values(SETTINGS.SETTINGS),
+    **DECODING_SETTINGS.least_values(DECODING_SETTINGS.SETTINGS),
     "batch_tokens": 1,
     "max_input_tokens": 2,
     "last": 1,

@@ -206,6 +206,11 @@ def summarize(model: DemoModel, max_input_tokens: int):
     and the note says so."""
 
     def run(text, progress=gr.Progress(), **settings):  # noqa: B008  (Gradio reads it)
+        unknown = sorted(set(settings) - set(SUMMARY_PARAMETERS.values()))
+        if unknown:  # a caller's misspelt setting would otherwise be the model's own, silently
+            raise TypeError(
+                f"no summarize setting {', '.join(unknown)}; the settings: {', '.join(SUMMARY_PARAMETERS.values())}"
+            )
         progress(0.0, desc="loading the model")
         network, tokenizer = _loaded(model)
         document = checked_input(text, tokenizer, max_input_tokens, "a document to summarize")

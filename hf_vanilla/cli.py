@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from .decoding_settings import APP_INPUT_TOKENS, SETTINGS, SUMMARY_INPUT_TOKENS
+from .decoding_settings import SETTINGS, SUMMARY_INPUT_TOKENS
 from .errors import error_line
 
 
@@ -378,7 +378,7 @@ def _app(args: argparse.Namespace) -> None:
             args.models,
             host=args.host,
             port=args.port,
-            max_input_tokens=args.max_input_tokens or APP_INPUT_TOKENS,
+            max_input_tokens=args.max_input_tokens,
             share=args.share,
         )
     except (ModelLoadError, ValueError) as error:

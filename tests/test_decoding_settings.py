@@ -112,7 +112,7 @@ def test_the_console_scripts_decoding_flags_and_limits_come_from_the_registry():
     assert _options(parser, "translate")["--max-input-tokens"].default == MAX_INPUT_TOKENS
     assert _options(parser, "parse")["--max-input-tokens"].default == MAX_INPUT_TOKENS
     assert f"else {SUMMARY_INPUT_TOKENS})" in _options(parser, "summarize")["--max-input-tokens"].help
-    assert f"(default: {APP_INPUT_TOKENS})" in _options(parser, "app")["--max-input-tokens"].help
+    assert _options(parser, "app")["--max-input-tokens"].default == APP_INPUT_TOKENS
 
 
 def test_the_console_script_reads_the_registry_without_torch_transformers_or_the_package():
@@ -159,3 +159,6 @@ def test_the_apps_summarize_endpoint_and_sliders_follow_the_registry(summarizati
     }
     parameters = demo.get_api_info()["named_endpoints"]["/summarization_0"]["parameters"]
     assert [p["parameter_name"] for p in parameters] == ["text", *app.SUMMARY_PARAMETERS.values()]
+    # A setting the endpoint does not name is refused, not left to the model's own value.
+    with pytest.raises(TypeError, match="^no summarize setting min_new_tokens; the settings: num_beams, "):
+        app.summarize(model, APP_INPUT_TOKENS)("a b c", min_new_tokens=3, progress=lambda *a, **k: None)
