@@ -3,14 +3,26 @@ hf_vanilla package (seconds of imports), so that `hf-vanilla --help`, `--version
 the subcommands themselves run in `hf_vanilla.cli`."""
 
 import argparse
+import functools
 import importlib.util
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-# The longest document `summarize` reads when neither --max-input-tokens nor the model sets one: for the help text,
-# `hf_vanilla.cli.SUMMARY_INPUT_TOKENS` (a test keeps the two equal).
-SUMMARY_INPUT_TOKENS = 1024
+
+@functools.cache
+def _package_file(name: str):
+    """The standard-library-only module `hf_vanilla/NAME.py` (`decoding_settings`, `flag_bounds`, `model_paths`),
+    read once without importing the package (its `__init__` imports transformers and torch: seconds)."""
+    folder = importlib.util.find_spec("hf_vanilla").submodule_search_locations[0]
+    spec = importlib.util.spec_from_file_location(f"hf_vanilla_cli.{name}", Path(folder) / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The decoding settings (name, type, least value, help, tasks) and the input limits: `hf_vanilla/decoding_settings.py`.
+DECODING_SETTINGS = _package_file("decoding_settings")
 # --input's other kinds of file, and the flag that chooses their text.
 TABLE_INPUT = ", or a .jsonl or .csv file of rows, one output line a row (with --text-column)"
 TEXT_COLUMN = "The column of a .jsonl or .csv --input that holds the text (a JSONL or CSV file is refused without it)."
@@ -23,18 +35,24 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def _add_decoding_arguments(command: argparse.ArgumentParser) -> None:
+def _add_settings(command: argparse.ArgumentParser, task: str) -> None:
+    """The flags of the decoding settings a user may set for a model of `task` (`decoding_settings.settings_for`)."""
+    for setting in DECODING_SETTINGS.settings_for(task):
+        command.add_argument(setting.flag, type=setting.type, help=setting.help_for(task))
+
+
+def _add_decoding_arguments(command: argparse.ArgumentParser, task: str) -> None:
     command.add_argument("model", help="A model folder or a Hub id.")
     command.add_argument("--input", help=f"A text file, one sentence a line{TABLE_INPUT} (default: stdin).")
     command.add_argument("--text-column", metavar="NAME", help=TEXT_COLUMN)
-    command.add_argument("--num-beams", type=int, help="Beam size (default: the model's, i.e. the paper's).")
-    command.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
+    _add_settings(command, task)
     command.add_argument("--batch-tokens", type=int, default=4000, help="Source tokens per decoding batch.")
     command.add_argument(
         "--max-input-tokens",
         type=int,
-        default=1024,
-        help="Longer input lines are skipped (an empty output line) with a warning naming them.",
+        default=DECODING_SETTINGS.MAX_INPUT_TOKENS,
+        help="Longer input lines are skipped (an empty output line) with a warning naming them (default: "
+        f"{DECODING_SETTINGS.MAX_INPUT_TOKENS}).",
     )
 
 
@@ -61,11 +79,11 @@ def _checkpoint_and_score_commands(commands) -> None:
 def _decoding_commands(commands) -> None:
     """The subcommands translate, parse and summarize: one output line for each input line."""
     translate = commands.add_parser("translate", help="Translate sentences (stdin or --input) to stdout, one a line.")
-    _add_decoding_arguments(translate)
+    _add_decoding_arguments(translate, "translation")
     parse = commands.add_parser(
         "parse", help="Parse pre-tokenized sentences to PTB trees, one a line, always well formed."
     )
-    _add_decoding_arguments(parse)
+    _add_decoding_arguments(parse, "parsing")
     parse.add_argument(
         "--no-tree-grammar",
         dest="tree_grammar",
@@ -78,31 +96,14 @@ def _decoding_commands(commands) -> None:
     summarize.add_argument("model", help="A summarization model folder or Hub id.")
     summarize.add_argument("--input", help=f"A text file, one document a line{TABLE_INPUT} (default: stdin).")
     summarize.add_argument("--text-column", metavar="NAME", help=TEXT_COLUMN)
-    summarize.add_argument("--num-beams", type=int, help="Beam size (default: the model's generation config).")
-    summarize.add_argument("--length-penalty", type=float, help="GNMT length penalty alpha (default: the model's).")
-    summarize.add_argument(
-        "--no-repeat-ngram-size",
-        type=int,
-        help="No n-gram of this size twice in a summary; 0: no limit (default: the model's).",
-    )
-    summarize.add_argument(
-        "--no-stutter-span-size",
-        type=int,
-        help="No span of 1 to this many tokens twice in a row unless the document has it twice in a row; 0: no such "
-        "rule (default: the model's).",
-    )
-    summarize.add_argument(
-        "--min-new-tokens", type=int, help="Fewest tokens in a summary, </s> not counted (default: the model's)."
-    )
-    summarize.add_argument(
-        "--max-new-tokens", type=int, help="Most tokens in a summary, </s> not counted (default: the model's)."
-    )
+    _add_settings(summarize, "summarization")
     summarize.add_argument("--batch-tokens", type=int, default=4000, help="Document tokens per decoding batch.")
     summarize.add_argument(
         "--max-input-tokens",
         type=int,
         help="Longer documents are cut to their first N tokens (with </s>), with a warning naming them (default: "
-        f"the model's model_max_length, its training limit, if it records one, else {SUMMARY_INPUT_TOKENS}).",
+        "the model's model_max_length, its training limit, if it records one, else "
+        f"{DECODING_SETTINGS.SUMMARY_INPUT_TOKENS}).",
     )
 
 
@@ -157,7 +158,10 @@ def _inspection_commands(commands) -> None:
     app.add_argument("--port", type=int, default=7860, help="Port to serve on (default: 7860).")
     app.add_argument("--share", action="store_true", help="Also serve on a public gradio.live link (needs internet).")
     app.add_argument(
-        "--max-input-tokens", type=int, help="Longer inputs are refused with a message in the page (default: 200)."
+        "--max-input-tokens",
+        type=int,
+        default=DECODING_SETTINGS.APP_INPUT_TOKENS,
+        help=f"Longer inputs are refused with a message in the page (default: {DECODING_SETTINGS.APP_INPUT_TOKENS}).",
     )
 
 
@@ -174,15 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The smallest value of each numeric flag, whichever subcommand has it (checked before any file or model is read).
+# The smallest value of each numeric flag, whichever subcommand has it (checked before any file or model is read):
+# the decoding settings' from their registry.
 AT_LEAST = {
-    "num_beams": 1,
+    **DECODING_SETTINGS.least_values(DECODING_SETTINGS.SETTINGS),
     "batch_tokens": 1,
     "max_input_tokens": 2,
-    "min_new_tokens": 0,
-    "max_new_tokens": 1,
-    "no_repeat_ngram_size": 0,
-    "no_stutter_span_size": 0,
     "last": 1,
     "port": 1,
 }
@@ -200,16 +201,6 @@ MODEL_ARGUMENTS = {
     "export-ct2": ("model",),
 }
 FOLDER_ARGUMENTS = {"push": ("folder",)}
-
-
-def _package_file(name: str):
-    """The standard-library-only module `hf_vanilla/NAME.py` (`flag_bounds`, `model_paths`), read without importing
-    the package (its `__init__` imports transformers and torch: seconds)."""
-    folder = importlib.util.find_spec("hf_vanilla").submodule_search_locations[0]
-    spec = importlib.util.spec_from_file_location(f"hf_vanilla_cli.{name}", Path(folder) / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def first_problem(args: argparse.Namespace) -> str | None:

@@ -33,7 +33,7 @@ try:
 except ImportError as error:
     raise ImportError(APP_MISSING) from error
 
-from .attention_plots import attention_maps, attention_png, p_gen_figure  # noqa: E402
+from .attention_plots import attention_maps, attention_png, p_gen_figure, with_attention_weights  # noqa: E402
 from .decoding import (  # noqa: E402
     ModelLoadError,
     check_length_bounds,
@@ -45,14 +45,16 @@ from .decoding import (  # noqa: E402
     parse_texts,
     ptb_words,
 )
+from .decoding_settings import APP_INPUT_TOKENS, SETTINGS, settings_for  # noqa: E402
 from .errors import error_line  # noqa: E402
 from .parsing.drawing import tree_svg  # noqa: E402
 
-# The longest input a request may have, in the model's tokens: decoding time grows with it, and a public Space
-# should not be held by one request.
-MAX_INPUT_TOKENS = 200
-# A summarizer's own decoding settings beyond the beam size and length penalty, which its tab's sliders start at.
-SUMMARY_SETTINGS = ["no_repeat_ngram_size", "no_stutter_span_size", "min_new_tokens", "max_new_tokens"]
+# The summarize endpoint's parameters after the document: the summarizer's decoding settings (`settings_for`, in
+# their order), the summary's length bounds under the names the endpoint has always had.
+SUMMARY_PARAMETERS = {
+    setting.name: {"min_new_tokens": "min_length", "max_new_tokens": "max_length"}.get(setting.name, setting.name)
+    for setting in settings_for("summarization")
+}
 # No fonts fetched from the internet: the page looks the same offline.
 THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
 
@@ -64,7 +66,7 @@ class DemoModel:
 
     name: str
     config: object
-    decoding: dict  # the model's own beam size and length penalty, and a summarizer's SUMMARY_SETTINGS
+    decoding: dict  # the model's own value of each decoding setting its task offers (`settings_for`)
     _loaded: tuple | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -84,27 +86,25 @@ class DemoModel:
             generation = GenerationConfig()
         # transformers 5 leaves unset values None and generate() fills them from these defaults.
         defaults = GenerationConfig._get_default_generation_params()
-        names = ["num_beams", "length_penalty"]
-        if getattr(config, "decoding", None) == "summarization":
-            names += SUMMARY_SETTINGS
-        values = {name: getattr(generation, name, None) for name in names}
+        values = {setting.name: getattr(generation, setting.name, None) for setting in settings_for(task_of(config))}
         return cls(name, config, {k: defaults.get(k) if value is None else value for k, value in values.items()})
 
     @property
     def task(self) -> str:
-        return getattr(self.config, "decoding", "translation")  # a MarianMTModel translates
+        return task_of(self.config)
 
     def load(self) -> tuple:
         """(model, tokenizer), loaded on the first call; `ModelLoadError` (and a new try next time) when it fails."""
-        from .modeling_vanilla import VanillaPreTrainedModel
-
         with self._lock:
             if self._loaded is None:
                 model, tokenizer = load_for_decoding(self.name)
-                if not isinstance(model, VanillaPreTrainedModel):  # e.g. Marian: SDPA attention returns no weights
-                    model.set_attn_implementation("eager")
-                self._loaded = model, tokenizer
+                self._loaded = with_attention_weights(model), tokenizer
             return self._loaded
+
+
+def task_of(config) -> str:
+    """The task a model was trained for: its `config.decoding` (a MarianMTModel, which has none, translates)."""
+    return getattr(config, "decoding", "translation")
 
 
 def checked_input(text: str | None, tokenizer, max_input_tokens: int, what: str) -> str:
@@ -163,9 +163,8 @@ def parse(model: DemoModel, max_input_tokens: int):
         sentence = checked_input(ptb_words(text or ""), tokenizer, max_input_tokens, "the words of a sentence")
         progress(0.2, desc="parsing")
         try:
-            (tree,) = parse_texts(
-                network, tokenizer, [sentence], tree_grammar, progress=False, num_beams=int(num_beams)
-            )
+            flags = {"num_beams": int(num_beams), "length_penalty": float(length_penalty)}
+            (tree,) = parse_texts(network, tokenizer, [sentence], tree_grammar, progress=False, **flags)
         except ValueError as error:  # a tokenizer that cannot write brackets as single tokens
             raise gr.Error(f"{error} Untick the tree grammar to decode freely.", print_exception=False) from None
         how = "on: only well-formed trees over the input words were decoded" if tree_grammar else "off: decoded "
@@ -199,28 +198,29 @@ def _shaded(tokens: list[str], scores) -> list[tuple[str, float | None]]:
 
 
 def summarize(model: DemoModel, max_input_tokens: int):
-    """The Summarize button's function: (document, beams, penalty, no-repeat n-gram size, min and max length,
-    no-stutter span size: last, so that API callers of the earlier five settings are answered as before) ->
-    (summary, its tokens shaded by their copy probability 1 - p_gen, the document's tokens shaded by how much they
-    were copied (`copy_weights`), the p_gen bars, note); all but the summary and note are empty for a model without
-    the copy mechanism. A document over the limit the model records (its tokenizer's
-    model_max_length) is read up to it, as `hf-vanilla summarize` reads it, and the note says so."""
+    """The Summarize button's function: (document, then the summarizer's decoding settings by the endpoint's names,
+    `SUMMARY_PARAMETERS`; a setting not given is the model's own) -> (summary, its tokens shaded by their copy
+    probability 1 - p_gen, the document's tokens shaded by how much they were copied (`copy_weights`), the p_gen
+    bars, note); all but the summary and note are empty for a model without the copy mechanism. A document over the
+    limit the model records (its tokenizer's model_max_length) is read up to it, as `hf-vanilla summarize` reads it,
+    and the note says so."""
 
-    def run(
-        text,
-        num_beams,
-        length_penalty,
-        no_repeat_ngram_size,
-        min_length,
-        max_length,
-        no_stutter_span_size=0,
-        progress=gr.Progress(),  # noqa: B008
-    ):
+    def run(text, progress=gr.Progress(), **settings):  # noqa: B008  (Gradio reads it)
+        unknown = sorted(set(settings) - set(SUMMARY_PARAMETERS.values()))
+        if unknown:  # a caller's misspelt setting would otherwise be the model's own, silently
+            raise TypeError(
+                f"no summarize setting {', '.join(unknown)}; the settings: {', '.join(SUMMARY_PARAMETERS.values())}"
+            )
         progress(0.0, desc="loading the model")
         network, tokenizer = _loaded(model)
         document = checked_input(text, tokenizer, max_input_tokens, "a document to summarize")
+        flags = {
+            name: SETTINGS[name].type(settings[parameter])
+            for name, parameter in SUMMARY_PARAMETERS.items()
+            if settings.get(parameter) is not None
+        }
         try:
-            check_length_bounds(network, int(min_length), int(max_length))
+            check_length_bounds(network, flags.get("min_new_tokens"), flags.get("max_new_tokens"))
         except ValueError as error:
             raise gr.Error(f"No summary fits: {error}. Lower the minimum length.", print_exception=False) from None
         limit, _ = input_limit(tokenizer)
@@ -229,14 +229,6 @@ def summarize(model: DemoModel, max_input_tokens: int):
         if limit is not None and length > limit:
             note = f"The model reads at most {limit} tokens: the document's last {length - limit} were left out."
         progress(0.2, desc="summarizing")
-        flags = {
-            "num_beams": int(num_beams),
-            "length_penalty": float(length_penalty),
-            "no_repeat_ngram_size": int(no_repeat_ngram_size),
-            "min_new_tokens": int(min_length),
-            "max_new_tokens": int(max_length),
-            "no_stutter_span_size": int(no_stutter_span_size),
-        }
         (summary,) = generate_texts(network, tokenizer, [document], progress=False, max_source_tokens=limit, **flags)
         if not getattr(network.config, "pointer_generator", False):
             return summary, None, None, None, note
@@ -256,11 +248,19 @@ def _setting_slider(low: float, high: float, value: float, label: str, elem_id: 
     return gr.Slider(min(low, value), max(high, value), value=value, step=step, label=label, elem_id=elem_id)
 
 
+def least(name: str) -> float:
+    """The bottom of a decoding setting's slider: its least value (`decoding_settings.SETTINGS`), 0 where it has
+    none."""
+    return SETTINGS[name].least or 0
+
+
 def _decoding_controls(model: DemoModel, prefix: str) -> tuple:
     """Beam size and length penalty sliders starting at the model's own decoding."""
     beams, penalty = model.decoding["num_beams"], model.decoding["length_penalty"]
-    num_beams = _setting_slider(1, 32, beams, "Beam size", f"{prefix}-beams")
-    length_penalty = _setting_slider(0.0, max(2.0, 2 * penalty), penalty, "Length penalty", f"{prefix}-penalty", 0.1)
+    num_beams = _setting_slider(least("num_beams"), 32, beams, "Beam size", f"{prefix}-beams")
+    length_penalty = _setting_slider(
+        least("length_penalty"), max(2.0, 2 * penalty), penalty, "Length penalty", f"{prefix}-penalty", 0.1
+    )
     return num_beams, length_penalty
 
 
@@ -270,11 +270,15 @@ def _cleared(count: int) -> Callable[[], tuple]:
     return lambda: (None,) * count
 
 
-def _answer(triggers: list, work: Callable, inputs: list, outputs: list, prefix: str) -> None:
-    """`work(inputs) -> outputs` on `triggers`, the outputs cleared first; the API endpoint is `work` alone, named
-    after the tab."""
+def _answer(
+    triggers: list, work: Callable, inputs: list, outputs: list, prefix: str, keywords: dict | None = None
+) -> None:
+    """`work(inputs, **keywords) -> outputs` on `triggers`, the outputs cleared first; the API endpoint is `work`
+    alone, named after the tab, its parameters `inputs` then `keywords` by name."""
     cleared = gr.on(triggers, _cleared(len(outputs)), None, outputs, queue=False, api_visibility="private")
-    cleared.then(work, inputs, outputs, api_name=prefix.replace("-", "_"), concurrency_id=prefix)
+    cleared.then(
+        work, inputs, outputs, api_name=prefix.replace("-", "_"), concurrency_id=prefix, inputs_kwargs=keywords
+    )
 
 
 def _translate_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None:
@@ -325,24 +329,28 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
             document = gr.Textbox(label="Document", lines=8, elem_id=f"{prefix}-input")
             num_beams, length_penalty = _decoding_controls(model, prefix)
             no_repeat = _setting_slider(
-                0,
+                least("no_repeat_ngram_size"),
                 6,
                 decoding["no_repeat_ngram_size"] or 0,
                 "No repeated n-grams of size (0: off)",
                 f"{prefix}-no-repeat",
             )
             no_stutter = _setting_slider(
-                0,
+                least("no_stutter_span_size"),
                 8,
                 decoding["no_stutter_span_size"] or 0,
                 "No span of up to this many tokens twice in a row, unless the document has it so (0: off)",
                 f"{prefix}-no-stutter",
             )
             min_length = _setting_slider(
-                0, longest, decoding["min_new_tokens"] or 0, "Minimum summary length (tokens)", f"{prefix}-min-length"
+                least("min_new_tokens"),
+                longest,
+                decoding["min_new_tokens"] or 0,
+                "Minimum summary length (tokens)",
+                f"{prefix}-min-length",
             )
             max_length = _setting_slider(
-                1,
+                least("max_new_tokens"),
                 longest,
                 decoding["max_new_tokens"] or longest,
                 "Maximum summary length (tokens)",
@@ -369,8 +377,17 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
                 visible=pointer,
                 elem_id=f"{prefix}-p-gen",
             )
-    inputs = [document, num_beams, length_penalty, no_repeat, min_length, max_length, no_stutter]
-    _answer([button.click], summarize(model, max_input_tokens), inputs, [summary, copied, sources, bars, note], prefix)
+    sliders = {
+        "num_beams": num_beams,
+        "length_penalty": length_penalty,
+        "no_repeat_ngram_size": no_repeat,
+        "min_new_tokens": min_length,
+        "max_new_tokens": max_length,
+        "no_stutter_span_size": no_stutter,
+    }  # a summarization setting without a slider here is a KeyError when the tab is built
+    settings = {parameter: sliders[name] for name, parameter in SUMMARY_PARAMETERS.items()}
+    outputs = [summary, copied, sources, bars, note]
+    _answer([button.click], summarize(model, max_input_tokens), [document], outputs, prefix, settings)
 
 
 # A model's task (`config.decoding`) -> its tab's title and builder. A new task's tab is one entry here.
@@ -381,7 +398,7 @@ TASKS: dict[str, tuple[str, Callable[[DemoModel, str, int], None]]] = {
 }
 
 
-def build_app(models: list[str], max_input_tokens: int = MAX_INPUT_TOKENS) -> "gr.Blocks":
+def build_app(models: list[str], max_input_tokens: int = APP_INPUT_TOKENS) -> "gr.Blocks":
     """The demo of `models` (folders or Hub ids): a tab for each, titled by its task, with the model's name when
     several share a task. Element ids are `{task}-{n}-input`, `-button`, `-output`, ... (n counts models of a task
     from 0). Raises `ModelLoadError` for a model whose config cannot be read, ValueError for a task without a tab."""
@@ -413,7 +430,7 @@ def launch(
     models: list[str],
     host: str | None = None,
     port: int | None = None,
-    max_input_tokens: int = MAX_INPUT_TOKENS,
+    max_input_tokens: int = APP_INPUT_TOKENS,
     share: bool = False,
     **launch_kwargs,
 ):

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from .decoding import truncate_ids
+from .modeling_vanilla import VanillaPreTrainedModel
 
 KINDS = ("encoder_self_attention", "decoder_self_attention", "cross_attention")
 PLOTS_MISSING = "attention plots need matplotlib: pip install 'hf-vanilla[plots]'"
@@ -53,6 +54,14 @@ def _labels(tokenizer, ids: list[int]) -> list[str]:
         text = token if token_id in special else tokenizer.convert_tokens_to_string([token]).strip()
         labels.append(text or token)
     return labels
+
+
+def with_attention_weights(model):
+    """`model`, set to return the attention weights that `attention_maps` reads: a model other than hf_vanilla's
+    (a MarianMTModel) is switched to eager attention, since its SDPA attention returns no weights."""
+    if not isinstance(model, VanillaPreTrainedModel):
+        model.set_attn_implementation("eager")
+    return model
 
 
 @torch.no_grad()

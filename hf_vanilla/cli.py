@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from .decoding_settings import SETTINGS, SUMMARY_INPUT_TOKENS
 from .errors import error_line
 
 
@@ -209,20 +210,10 @@ def _skip_long_lines(args: argparse.Namespace, texts: list[str], tokenizer) -> l
     return ["" if length > limit else text for text, length in zip(texts, lengths)]
 
 
-# The decoding flags, named as `generate()`'s keywords (summarize's lengths are the summary's, </s> not counted).
-DECODING_FLAGS = (
-    "num_beams",
-    "length_penalty",
-    "no_repeat_ngram_size",
-    "no_stutter_span_size",
-    "min_new_tokens",
-    "max_new_tokens",
-)
-
-
 def _decoding_flags(args: argparse.Namespace) -> dict:
-    """The decoding flags given on the command line, as `generate()` keywords; the others stay the model's."""
-    flags = {name: getattr(args, name, None) for name in DECODING_FLAGS}
+    """The decoding settings given on the command line (`decoding_settings.SETTINGS`, each flag named as
+    `generate()`'s keyword), as `generate()` keywords; the others stay the model's."""
+    flags = {name: getattr(args, name, None) for name in SETTINGS}
     return {name: value for name, value in flags.items() if value is not None}
 
 
@@ -361,8 +352,7 @@ def _export_ct2(args: argparse.Namespace) -> None:
 
 
 def _attention(args: argparse.Namespace) -> None:
-    from .attention_plots import PLOTS_MISSING, attention_maps, plot_attention
-    from .modeling_vanilla import VanillaPreTrainedModel
+    from .attention_plots import PLOTS_MISSING, attention_maps, plot_attention, with_attention_weights
 
     try:
         import matplotlib  # noqa: F401
@@ -371,9 +361,7 @@ def _attention(args: argparse.Namespace) -> None:
     if not args.source.strip():
         raise _fail("--source is empty")
     model, tokenizer = _load(args.model)
-    if not isinstance(model, VanillaPreTrainedModel):  # e.g. a MarianMTModel: its SDPA attention returns no weights
-        model.set_attn_implementation("eager")
-    maps = attention_maps(model, tokenizer, args.source, args.target)
+    maps = attention_maps(with_attention_weights(model), tokenizer, args.source, args.target)
     written = plot_attention(maps, args.output)
     print(f"{len(written)} plots and attention.npz written to {args.output}")
 
@@ -382,7 +370,7 @@ def _app(args: argparse.Namespace) -> None:
     from .decoding import ModelLoadError
 
     try:
-        from .app import MAX_INPUT_TOKENS, launch
+        from .app import launch
     except ImportError as error:
         raise _fail(str(error)) from None
     try:
@@ -390,7 +378,7 @@ def _app(args: argparse.Namespace) -> None:
             args.models,
             host=args.host,
             port=args.port,
-            max_input_tokens=args.max_input_tokens or MAX_INPUT_TOKENS,
+            max_input_tokens=args.max_input_tokens,
             share=args.share,
         )
     except (ModelLoadError, ValueError) as error:
@@ -402,9 +390,6 @@ def _quiet_loading() -> None:
 
     logging.disable_progress_bar()
 
-
-# The longest document `summarize` reads, in tokens, when neither --max-input-tokens nor the model sets one.
-SUMMARY_INPUT_TOKENS = 1024
 
 # Each subcommand's work (`hf_vanilla_cli.build_parser` defines their flags).
 COMMANDS = {

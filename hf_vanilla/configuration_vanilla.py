@@ -4,6 +4,8 @@ from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, PreTrainedConfig
 from transformers.activations import ACT2CLS, ACT2FN
 
+from .decoding_settings import DECODING  # the paper's decoding rows, beside the settings a user may change
+
 # Model sizes. `base` and `big` are the rows of Table 3 of the paper (`big_enfr`: big for English-French);
 # `parsing` is the section 6.3 parser (4 layers, d_model 1024); `summarization` is Transformer-base with the
 # pointer-generator's copy mechanism (See et al., 2017), `summarization_small` a smaller one for small corpora;
@@ -27,28 +29,6 @@ PRESETS: dict[str, dict] = {
     "demo_summarization": dict(DEMO, **COPYING),
     "tiny": dict(
         BASE, vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128
-    ),
-}
-
-# The paper's decoding (sections 6.1 and 6.3), the one place it is written: beam size, GNMT length penalty alpha,
-# maximum output length = source length + offset, early stopping. A model's `config.decoding` names its row, and
-# `VanillaGenerationConfig.from_model_config` turns that row into the model's `generation_config`.
-# Summaries are not as long as their documents: their row bounds the summary itself, min_new_tokens to max_new_tokens
-# tokens (</s> not counted; at least 1: never an empty summary), forbids repeating any 3-gram (Paulus et al.,
-# 2018), the usual cure for a summarizer's loops, and any span of up to 4 tokens twice in a row that the source does
-# not hold so (a copying model's sub-word stutter). Its alpha and length bounds are starting points, to be tuned on
-# validation data, here in this one row.
-DECODING: dict[str, dict] = {
-    "translation": dict(num_beams=4, length_penalty=0.6, length_penalty_style="gnmt", max_length_offset=50),
-    "parsing": dict(num_beams=21, length_penalty=0.3, length_penalty_style="gnmt", max_length_offset=300),
-    "summarization": dict(
-        num_beams=4,
-        length_penalty=1.0,
-        length_penalty_style="gnmt",
-        no_repeat_ngram_size=3,
-        no_stutter_span_size=4,
-        min_new_tokens=1,
-        max_new_tokens=64,
     ),
 }
 

@@ -20,6 +20,7 @@ REQUIRED_FILES = (
     "modeling_vanilla.py",
     "configuration_vanilla.py",
     "generation_vanilla.py",
+    "decoding_settings.py",
     "tokenizer.json",
     "generation_config.json",
     "README.md",

@@ -139,6 +139,24 @@ def word_continuation_ids(tokenizer: PreTrainedTokenizerFast) -> list[int] | Non
     return sorted(i for piece, i in vocabulary.items() if not piece.startswith(marker) and i not in special)
 
 
+def whole_word_copy_ids(tokenizer, copies: bool, wanted: bool | None, flag: str) -> list[int] | None:
+    """The generation config's `word_continuation_ids` for a model that `copies` (a pointer-generator) or not: with
+    `wanted` None (not asked), whole-word copying where the model copies and `tokenizer` marks word starts; False,
+    none; True, the pieces that continue a word (`word_continuation_ids`), or a ValueError starting with the caller's
+    `flag` where the model cannot copy or the tokenizer marks no word start."""
+    if wanted is False or (wanted is None and not copies):
+        return None
+    if not copies:
+        raise ValueError(f"{flag}: the model has no copy mechanism")
+    ids = word_continuation_ids(tokenizer)
+    if wanted and ids is None:
+        raise ValueError(
+            f"{flag}: the tokenizer marks no word start (byte-level BPE with a prefix space or SentencePiece's), so "
+            "the pieces that continue a word are unknown"
+        )
+    return ids
+
+
 def truncate_ids(ids: list[int], limit: int | None) -> list[int]:
     """`ids` cut to `limit` tokens keeping the final </s> (its last id), as every split of a truncating recipe is cut
     (`encode_truncated_pairs`) and as decoding reads a long input (`decoding.generate_texts`); unchanged when they

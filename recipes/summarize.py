@@ -23,12 +23,13 @@ from accelerate.logging import get_logger
 from datasets import DatasetDict
 
 from hf_vanilla.data.summaries import SIDES, as_pairs, hold_out, load_summarization_corpus
+from hf_vanilla.decoding_settings import least_values
 from hf_vanilla.evaluation import Evaluation
 from hf_vanilla.evaluation.rouge import ROUGE_TYPES
 from hf_vanilla.evaluation.summarization import lead_baseline, summarize_and_score
 from hf_vanilla.publishing import finish
-from hf_vanilla.tokenization import BpeOptions, reads_lowercase, word_continuation_ids
-from hf_vanilla.training.arguments import RunSettings, setting
+from hf_vanilla.tokenization import BpeOptions, reads_lowercase, whole_word_copy_ids
+from hf_vanilla.training.arguments import RunSettings, decoding_setting, setting
 from hf_vanilla.training.collectives import agreed_failure, error_line
 from hf_vanilla.training.context import RunContext
 from hf_vanilla.training.flags import parse_settings
@@ -90,15 +91,10 @@ class Arguments(RunSettings):
         "The tokenizer lower-cases documents and summaries (saved in its files: every loader of the model does the "
         "same), so that a word is one token wherever it stands. Default: the preset's."
     )
-    no_repeat_ngram_size: int | None = setting(
-        "No n-gram of this size twice in a summary (0: no such rule). Default: the model's generation config."
-    )
-    no_stutter_span_size: int | None = setting(
-        "No span of 1 to this many tokens twice in a row (a sub-word stutter) unless the document has it twice in a "
-        "row (0: no such rule). Default: the model's generation config."
-    )
-    min_new_tokens: int | None = setting("Shortest summary, in tokens. Default: the model's generation config.")
-    max_new_tokens: int | None = setting("Longest summary, in tokens. Default: the model's generation config.")
+    no_repeat_ngram_size: int | None = decoding_setting("no_repeat_ngram_size", "summarization")
+    no_stutter_span_size: int | None = decoding_setting("no_stutter_span_size", "summarization")
+    min_new_tokens: int | None = decoding_setting("min_new_tokens", "summarization")
+    max_new_tokens: int | None = decoding_setting("max_new_tokens", "summarization")
     MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator", "pointer_smoothing", "force_copy")
     GENERATION_CONFIG = (
         *RunSettings.GENERATION_CONFIG,
@@ -113,8 +109,7 @@ class Arguments(RunSettings):
     AT_LEAST = {
         **RunSettings.AT_LEAST,
         **dict.fromkeys(("max_source_tokens", "max_target_tokens"), 2),
-        **dict.fromkeys(("no_repeat_ngram_size", "no_stutter_span_size", "min_new_tokens"), 0),
-        "max_new_tokens": 1,
+        **least_values(GENERATION_CONFIG),
     }
 
 
@@ -162,14 +157,12 @@ def main(args: Arguments) -> dict:
         run, corpus["train"], SIDES, dataset, BpeOptions(prefix_space=True, lowercase=bool(settings.lowercase))
     )
     model = build_model(run)
-    if model.config.pointer_generator:  # whole-word copying: the pieces that continue a word, in the model's decoding
-        continuations = word_continuation_ids(tokenizer) if settings.whole_word_copy is not False else None
-        if settings.whole_word_copy and continuations is None:  # asked for, with a tokenizer that cannot tell
-            raise PreflightError(
-                "--whole-word-copy: the tokenizer marks no word start (byte-level BPE with a prefix space or "
-                "SentencePiece's), so the pieces that continue a word are unknown"
-            )
-        model.generation_config.word_continuation_ids = continuations
+    try:  # whole-word copying: the pieces that continue a word, in a pointer-generator's decoding
+        model.generation_config.word_continuation_ids = whole_word_copy_ids(
+            tokenizer, model.config.pointer_generator, settings.whole_word_copy, "--whole-word-copy"
+        )
+    except ValueError as error:
+        raise PreflightError(str(error)) from None
 
     # The metric: ROUGE of greedy summaries in validation (--best-checkpoint-metric may choose the final model by
     # one of them), ROUGE of the beam search at the end (predictions.jsonl).

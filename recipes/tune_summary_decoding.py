@@ -19,20 +19,14 @@ from summarize import DEMO_CORPUS
 
 from hf_vanilla.data.summaries import load_summarization_corpus
 from hf_vanilla.decoding import ModelLoadError, input_limit, load_for_decoding
+from hf_vanilla.decoding_settings import settings_for
 from hf_vanilla.evaluation.summarization import lead_baseline, tune_decoding
 from hf_vanilla.flag_bounds import bound_problem, bound_problems
-from hf_vanilla.tokenization import word_continuation_ids
+from hf_vanilla.tokenization import whole_word_copy_ids
 from hf_vanilla.training.collectives import error_line
 
-# flag -> (generate()'s keyword, type, least value)
-GRID_FLAGS = {
-    "--num-beams": ("num_beams", int, 1),
-    "--length-penalty": ("length_penalty", float, None),
-    "--min-new-tokens": ("min_new_tokens", int, 0),
-    "--max-new-tokens": ("max_new_tokens", int, 1),
-    "--no-repeat-ngram-size": ("no_repeat_ngram_size", int, 0),
-    "--no-stutter-span-size": ("no_stutter_span_size", int, 0),
-}
+# The settings tuned: a summarizer's decoding settings (`decoding_settings.settings_for`), each flag taking candidates.
+GRID = settings_for("summarization")
 SHOWN = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
@@ -51,8 +45,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--max-source-tokens", type=int, help="Documents cut to this many tokens (default: the model's own limit)."
     )
-    for flag, (name, kind, _) in GRID_FLAGS.items():
-        parser.add_argument(flag, dest=name, type=kind, nargs="+", help="Candidates (default: the model's setting).")
+    for setting in GRID:
+        described = f"Candidates: {setting.help[0].lower()}{setting.help[1:]} Default: the model's setting."
+        parser.add_argument(setting.flag, dest=setting.name, type=setting.type, nargs="+", help=described)
     parser.add_argument(
         "--whole-word-copy",
         nargs="+",
@@ -65,27 +60,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--json", help="Also write every row and the choice to this file.")
     args = parser.parse_args(argv)
-    for flag, (name, _, least) in GRID_FLAGS.items():
-        smallest = min(getattr(args, name) or (), default=None)
-        if least is not None and bound_problem(flag, smallest, least):
-            parser.error(f"{flag} values must be at least {least}, got {getattr(args, name)}")
+    for setting in GRID:
+        smallest = min(getattr(args, setting.name) or (), default=None)
+        if setting.least is not None and bound_problem(setting.flag, smallest, setting.least):
+            parser.error(f"{setting.flag} values must be at least {setting.least}, got {getattr(args, setting.name)}")
     problems = bound_problems(vars(args), {"max_items": 1, "max_source_tokens": 2})
     if problems:
         parser.error(problems[0])
     return args
-
-
-def whole_word_copy_ids(model, tokenizer, on: bool) -> list[int] | None:
-    """The generation config's `word_continuation_ids` for whole-word copying on (a ValueError where the model cannot
-    copy or its tokenizer marks no word start) or off."""
-    if not on:
-        return None
-    if not model.config.pointer_generator:
-        raise ValueError("--whole-word-copy on: the model has no copy mechanism")
-    ids = word_continuation_ids(tokenizer)
-    if ids is None:
-        raise ValueError("--whole-word-copy on: the tokenizer marks no word start, so its word pieces are unknown")
-    return ids
 
 
 def table(rows: list[dict], names: list[str]) -> str:
@@ -112,7 +94,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.max_items is not None:
         items = items.select(range(min(args.max_items, len(items))))
     limit, _ = input_limit(tokenizer, args.max_source_tokens)
-    grid = {name: getattr(args, name) for name, _, _ in GRID_FLAGS.values() if getattr(args, name)}
+    grid = {setting.name: getattr(args, setting.name) for setting in GRID if getattr(args, setting.name)}
     if not grid:
         config = model.generation_config
         grid = {"length_penalty": [config.length_penalty]}  # no candidates given: the model's own setting, scored
@@ -120,7 +102,9 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         for whole in args.whole_word_copy or [None]:  # None: the model's own
             if whole is not None:
-                model.generation_config.word_continuation_ids = whole_word_copy_ids(model, tokenizer, whole == "on")
+                copies, flag = model.config.pointer_generator, f"--whole-word-copy {whole}"
+                ids = whole_word_copy_ids(tokenizer, copies, whole == "on", flag)
+                model.generation_config.word_continuation_ids = ids
             rows += [
                 ({"whole_word_copy": whole} if whole else {}) | row
                 for row in tune_decoding(model, tokenizer, items, grid, limit, key=args.choose_by)[1]

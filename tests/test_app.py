@@ -24,6 +24,7 @@ import pytest
 from huggingface_hub import SpaceCard
 
 from hf_vanilla.decoding import generate_texts, load_for_decoding, parse_texts
+from hf_vanilla.decoding_settings import APP_INPUT_TOKENS
 from hf_vanilla.hub import space_requirements
 from hf_vanilla.parsing import parse_tree
 from hf_vanilla.parsing.drawing import tree_svg
@@ -43,6 +44,20 @@ SENTENCES = (
     ["q r s t", "e f g h", "u v w x", "i j k l"],
 )
 WORDS = "The cat sat on the mat ( really ) ."
+# The summarize endpoint's parameters after the document, in their order (docs/app.md's table).
+SUMMARY_PARAMETERS = (
+    "num_beams",
+    "length_penalty",
+    "no_repeat_ngram_size",
+    "min_length",
+    "max_length",
+    "no_stutter_span_size",
+)
+
+
+def summary_settings(*values) -> dict:
+    """Values of the summarize endpoint's settings, in its order, by their parameter names."""
+    return dict(zip(SUMMARY_PARAMETERS, values))
 
 
 def sentences(model, settings: dict) -> dict[str, str]:
@@ -112,7 +127,7 @@ def test_translate_answers_as_generate_does_with_the_chosen_settings(reversal_fo
         return generate_texts(*args, **kwargs)
 
     monkeypatch.setattr(app, "generate_texts", recording)
-    run = app.translate(model, app.MAX_INPUT_TOKENS)
+    run = app.translate(model, APP_INPUT_TOKENS)
     settings = {"num_beams": 3, "length_penalty": 1.5}
     reversals = sentences(reversal_model, settings)
     for source in reversals:
@@ -160,7 +175,7 @@ def test_parse_gives_the_tree_the_parse_command_gives_and_draws_it(parser_folder
     saved = json.loads((parser_folder / "generation_config.json").read_text())
     assert model.decoding == {"num_beams": saved["num_beams"], "length_penalty": saved["length_penalty"]}
     network, tokenizer = load_for_decoding(str(parser_folder))
-    run = app.parse(model, app.MAX_INPUT_TOKENS)
+    run = app.parse(model, APP_INPUT_TOKENS)
     for grammar, beams in ((True, 2), (False, 1)):  # free decoding runs to its length limit: greedy is enough
         tree, svg, note = run(WORDS, beams, 0.4, grammar, progress=lambda *a, **k: None)
         assert [tree] == parse_texts(
@@ -204,7 +219,7 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
         "min_new_tokens": 1,
         "max_new_tokens": 64,
         "no_stutter_span_size": 4,
-    }  # in the order of the function's arguments
+    }  # in the order of the endpoint's parameters
     assert model.decoding == row
     passed = []
 
@@ -213,14 +228,14 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
         return generate_texts(*args, **kwargs)
 
     monkeypatch.setattr(app, "generate_texts", recording)
-    run = app.summarize(model, app.MAX_INPUT_TOKENS)
+    run = app.summarize(model, APP_INPUT_TOKENS)
     tokenizer, quiet = reversal_tokenizer(), {"progress": lambda *a, **k: None}
     # A document of 6 symbols the model reverses with the second settings but for their max length (checked:
     # `reversed_text`), so that its summary is cut.
     uncut = dict(zip(row, (2, 0.5, 0, 2, 64, 0)))
     six = reversed_text(summarization_model, ["x w v u t s", "a b c d e f", "g h i j k l", "m n o p q r"], uncut)
     for document, settings in (("a b c a b c d", (4, 1.0, 3, 1, 64, 4)), (six, (2, 0.5, 0, 2, 4, 0))):
-        summary, shaded, sources, image, note = run(document, *settings, **quiet)
+        summary, shaded, sources, image, note = run(document, **summary_settings(*settings), **quiet)
         flags = dict(zip(row, settings))
         assert [summary] == generate_texts(summarization_model, tokenizer, [document], progress=False, **flags)
         assert passed[-1] == flags and note == ""
@@ -252,15 +267,15 @@ def test_summarize_answers_as_generate_does_and_shows_p_gen(summarization_folder
     assert len(summary.split()) == 4  # max length 4 cut the reversal of 6 symbols
 
     with pytest.raises(gr.Error, match="The input is empty: type a document to summarize first."):
-        run(" ", 4, 1.0, 3, 1, 64, **quiet)
+        run(" ", **summary_settings(4, 1.0, 3, 1, 64), **quiet)
     with pytest.raises(
         gr.Error, match=r"No summary fits: summaries of at least 9 and at most 8 tokens. Lower the minimum length."
     ):
-        run("a b c", 4, 1.0, 3, 9, 8, **quiet)
+        run("a b c", **summary_settings(4, 1.0, 3, 9, 8), **quiet)
     served = generate_texts(
         summarization_model, tokenizer, ["a b c"], progress=False, **dict(zip(row, (4, 1.0, 3, 1, 64, 0)))
     )
-    assert run("a b c", 4, 1.0, 3, 1, 64, **quiet)[0] == served[0]  # still serving
+    assert run("a b c", **summary_settings(4, 1.0, 3, 1, 64, 0), **quiet)[0] == served[0]  # still serving
 
 
 def test_summarize_reads_a_long_document_up_to_the_models_limit_and_says_so(
@@ -273,8 +288,9 @@ def test_summarize_reads_a_long_document_up_to_the_models_limit_and_says_so(
     tokenizer = AutoTokenizer.from_pretrained(folder)
     tokenizer.model_max_length = 5  # the limit the model was trained with, as the summarization recipe records it
     tokenizer.save_pretrained(folder)
-    run = app.summarize(app.DemoModel.read(str(folder)), app.MAX_INPUT_TOKENS)
-    summary, shaded, _, _, note = run("a b c d e f g h", 4, 1.0, 3, 1, 64, progress=lambda *a, **k: None)
+    run = app.summarize(app.DemoModel.read(str(folder)), APP_INPUT_TOKENS)
+    quiet = {"progress": lambda *a, **k: None}
+    summary, shaded, _, _, note = run("a b c d e f g h", **summary_settings(4, 1.0, 3, 1, 64), **quiet)
     settings = dict(num_beams=4, length_penalty=1.0, no_repeat_ngram_size=3, min_new_tokens=1, max_new_tokens=64)
     first = generate_texts(summarization_model, tokenizer, ["a b c d"], progress=False, **settings)  # 4 words + </s>
     assert [summary] == first and note == "The model reads at most 5 tokens: the document's last 4 were left out."
@@ -293,7 +309,7 @@ def test_a_summarizer_without_the_copy_mechanism_shows_no_p_gen(reversal_folder,
     assert not shown["summarization-0-copied"] and not shown["summarization-0-p-gen"]
     assert not shown["summarization-0-sources"]
     summary, shaded, sources, image, note = app.summarize(model, 50)(
-        "a b c", 2, 1.0, 0, 1, 10, progress=lambda *a, **k: None
+        "a b c", **summary_settings(2, 1.0, 0, 1, 10), progress=lambda *a, **k: None
     )
     network, tokenizer = load_for_decoding(str(folder))
     settings = dict(num_beams=2, length_penalty=1.0, no_repeat_ngram_size=0, min_new_tokens=1, max_new_tokens=10)

@@ -27,6 +27,7 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
         "modeling_vanilla.py",
         "configuration_vanilla.py",
         "generation_vanilla.py",
+        "decoding_settings.py",
         "tokenizer.json",
         "generation_config.json",
         "README.md",

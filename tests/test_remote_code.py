@@ -15,7 +15,7 @@ def test_remote_code_load_decodes_identically_and_refuses_without_trust(reversal
     folder = reversal_model_dir
     config = json.loads((folder / "config.json").read_text())
     assert config["auto_map"]["AutoModelForSeq2SeqLM"] == "modeling_vanilla.VanillaTransformerForConditionalGeneration"
-    for name in ("modeling_vanilla.py", "configuration_vanilla.py", "generation_vanilla.py"):
+    for name in ("modeling_vanilla.py", "configuration_vanilla.py", "generation_vanilla.py", "decoding_settings.py"):
         assert (folder / name).exists(), name
     ids, mask, answers = reversal_rows(reversal_model, 8, [3, 10, 5, 7, 4], {"num_beams": 1}, {"num_beams": 4})
     expected = {

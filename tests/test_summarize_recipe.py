@@ -361,7 +361,7 @@ def test_a_tokenizer_that_marks_no_word_start_decodes_without_whole_word_copying
     corpus, summary_run, tmp_path, monkeypatch
 ):
     summarize = recipe("summarize")
-    monkeypatch.setattr(summarize, "word_continuation_ids", lambda tokenizer: None)
+    monkeypatch.setattr("hf_vanilla.tokenization.word_continuation_ids", lambda tokenizer: None)
     final = str(summary_run[0] / "final")
     plain = summarize.main(summarize_args(tmp_path / "default", corpus, init_from=final, eval_only=True))
     assert plain["whole_word_copy"] is False

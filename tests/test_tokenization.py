@@ -3,13 +3,14 @@ tokenizers' prefix space and lower case, which make a summary's words copyable; 
 
 from collections import Counter
 
+import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from hf_vanilla.data.copyable import copyable_tokens
 from hf_vanilla.data.encoding import EncodedPairs
 from hf_vanilla.parsing import linearize, preprocess, read_treebank, tree_words
-from hf_vanilla.tokenization import reads_lowercase, train_shared_bpe, word_continuation_ids
+from hf_vanilla.tokenization import reads_lowercase, train_shared_bpe, whole_word_copy_ids, word_continuation_ids
 
 
 def test_whole_piece_bpe_keeps_every_bracket_symbol_one_token_and_round_trips(treebank_dir):
@@ -95,6 +96,23 @@ def test_word_continuation_ids_are_every_piece_but_the_first_of_a_word():
         not p.startswith("\u2581") for p in sentencepiece.convert_ids_to_tokens(ids)
     ]
     assert any(i in continuing for i in ids) and not {0, 1} & continuing
+
+
+def test_whole_word_copying_is_decided_once_for_the_recipe_and_the_tuning_script():
+    """Not asked: on for a copying model whose tokenizer marks word starts, off otherwise; off when turned off; asked
+    for where it cannot apply: one ValueError starting with the caller's flag."""
+    marked, unmarked = summarization_tokenizer(prefix_space=True, lowercase=True), summarization_tokenizer()
+    pieces = word_continuation_ids(marked)
+    assert whole_word_copy_ids(marked, True, None, "--f") == whole_word_copy_ids(marked, True, True, "--f") == pieces
+    assert pieces and whole_word_copy_ids(marked, True, False, "--f") is None
+    assert (
+        whole_word_copy_ids(marked, False, None, "--f") is None
+        and whole_word_copy_ids(unmarked, True, None, "--f") is None
+    )
+    with pytest.raises(ValueError, match="^--whole-word-copy on: the model has no copy mechanism$"):
+        whole_word_copy_ids(marked, False, True, "--whole-word-copy on")
+    with pytest.raises(ValueError, match="^--whole-word-copy: the tokenizer marks no word start"):
+        whole_word_copy_ids(unmarked, True, True, "--whole-word-copy")
 
 
 def test_the_copyable_share_counts_summary_tokens_found_in_their_source_without_special_tokens():

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
+from ..decoding_settings import SETTINGS, least_values
 from ..flag_bounds import bound_problems
 from .host_memory import HOST_MALLOC_CHOICES
 from .preflight import PreflightError
@@ -14,6 +15,12 @@ from .preflight import PreflightError
 def setting(help: str, default=None) -> dataclasses.Field:
     """A field of `RunSettings` (or of a recipe's subclass): a flag with `help`."""
     return field(default=default, metadata={"help": help})
+
+
+def decoding_setting(name: str, task: str | None = None) -> dataclasses.Field:
+    """A flag for the decoding setting `name` (`decoding_settings.SETTINGS`), with its help and its default for a
+    model of `task` (None: any task's): the preset's, else the model's generation config."""
+    return setting(SETTINGS[name].help_for(task, "the preset's, else the model's generation config"))
 
 
 def from_preset(help: str) -> dataclasses.Field:
@@ -37,11 +44,12 @@ class RunSettings:
     ARCHITECTURE: ClassVar[tuple[str, ...]] = MODEL_CONFIG[:5]
     GENERATION_CONFIG: ClassVar[tuple[str, ...]] = ("num_beams", "length_penalty", "max_length_offset")
     AT_LEAST: ClassVar[dict[str, int]] = {
-        **dict.fromkeys(("max_steps", "max_tokens", "update_freq", "vocab_size", "warmup_steps", "num_beams"), 1),
+        **least_values(GENERATION_CONFIG),
+        **dict.fromkeys(("max_steps", "max_tokens", "update_freq", "vocab_size", "warmup_steps"), 1),
         **dict.fromkeys(("save_every", "keep_last", "average_last", "log_every", "max_length"), 1),
         **dict.fromkeys(("max_train_samples", "d_model", "encoder_layers", "decoder_layers"), 1),
         **dict.fromkeys(("num_attention_heads", "d_ff"), 1),
-        **dict.fromkeys(("eval_every", "eval_metric_sentences", "max_length_offset", "loss_chunk_tokens"), 0),
+        **dict.fromkeys(("eval_every", "eval_metric_sentences", "loss_chunk_tokens"), 0),
         "patience": 0,
     }
     # The fields (source side, target side) whose values cut longer sequences to that many tokens, </s> kept, in every
@@ -114,9 +122,10 @@ class RunSettings:
         "Compute the output projection and loss this many target positions at a time (recomputed in the backward "
         "pass), never the whole batch's logits. Default: the model's (0: all at once).",
     )
-    num_beams: int | None = setting("Beam size of the final decoding.")
-    length_penalty: float | None = setting("GNMT length penalty alpha.")
-    max_length_offset: int | None = setting("Maximum output = source length + this.")
+    # The final decoding's (validation's is greedy)
+    num_beams: int | None = decoding_setting("num_beams")
+    length_penalty: float | None = decoding_setting("length_penalty")
+    max_length_offset: int | None = decoding_setting("max_length_offset")
     # Data
     max_train_samples: int | None = setting(
         "Train on the first N training pairs only (after the preset's word limits, before the token-length filters)."
