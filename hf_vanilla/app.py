@@ -8,8 +8,8 @@
   for a pointer-generator, which summary tokens were copied from the document: each token shaded by 1 - p_gen, and
   p_gen as bars.
 
-A model's task is its `config.decoding` (the row of the paper's decodings it was trained for); `TASKS` maps each task
-to its tab. Models are read (config only) when the app is built and loaded on their first request. Requests are
+A model's task is its `config.task` (`decoding.model_task`: what it was trained for); `TASKS` maps each task to its
+tab. Models are read (config only) when the app is built and loaded on their first request. Requests are
 queued; a bad one (empty or over-long input, a model that cannot load) shows one message and the app keeps serving.
 Needs the `app` extra: pip install 'hf-vanilla[app]'."""
 
@@ -41,6 +41,7 @@ from .decoding import (  # noqa: E402
     generate_texts,
     input_limit,
     load_for_decoding,
+    model_task,
     one_line,
     parse_texts,
     ptb_words,
@@ -85,14 +86,14 @@ class DemoModel:
         # transformers 5 leaves unset values None and generate() fills them from these defaults.
         defaults = GenerationConfig._get_default_generation_params()
         names = ["num_beams", "length_penalty"]
-        if getattr(config, "decoding", None) == "summarization":
+        if model_task(config) == "summarization":
             names += SUMMARY_SETTINGS
         values = {name: getattr(generation, name, None) for name in names}
         return cls(name, config, {k: defaults.get(k) if value is None else value for k, value in values.items()})
 
     @property
     def task(self) -> str:
-        return getattr(self.config, "decoding", "translation")  # a MarianMTModel translates
+        return model_task(self.config)
 
     def load(self) -> tuple:
         """(model, tokenizer), loaded on the first call; `ModelLoadError` (and a new try next time) when it fails."""
@@ -373,7 +374,7 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
     _answer([button.click], summarize(model, max_input_tokens), inputs, [summary, copied, sources, bars, note], prefix)
 
 
-# A model's task (`config.decoding`) -> its tab's title and builder. A new task's tab is one entry here.
+# A model's task (`config.task`) -> its tab's title and builder. A new task's tab is one entry here.
 TASKS: dict[str, tuple[str, Callable[[DemoModel, str, int], None]]] = {
     "translation": ("Translate", _translate_tab),
     "parsing": ("Parse", _parse_tab),
