@@ -219,7 +219,7 @@ def main() -> None:
             print(json.dumps(results["demo"]["bleu"], indent=1))
         results["demo"]["speed"] = measure_speed(engines, sentences, args)
         if not args.skip_base:
-            config = hf_vanilla.VanillaTransformerConfig.from_preset("base", vocab_size=32000)
+            config = hf_vanilla.VanillaTransformerConfig.from_size("base", vocab_size=32000)
             torch.manual_seed(0)
             base = hf_vanilla.VanillaTransformerForConditionalGeneration(config).eval()
             engines = build_engines(base, tokenizer, Path(workdir) / "base", args.threads)

@@ -7,7 +7,7 @@
     python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --parts decode --cache static
 
 Builds hf_vanilla, `MarianMTModel` and `FSMTForConditionalGeneration` at Transformer-base size (6+6 layers, 512, 2048,
-8 heads, one shared 32k vocabulary; `--preset big`: 1024, 4096, 16 heads; any size of `hf_vanilla.PRESETS`).
+8 heads, one shared 32k vocabulary; `--preset big`: 1024, 4096, 16 heads; any size of `hf_vanilla.SIZES`).
 MarianMTModel gets hf_vanilla's very weights (`to_marian`: the fused projections split, the d_model axis permuted
 to Marian's sinusoid layout), so both compute the same function: the script checks that their logits agree before
 timing anything.
@@ -38,7 +38,7 @@ import torch.nn.functional as F
 import transformers
 from transformers import FSMTConfig, FSMTForConditionalGeneration
 
-from hf_vanilla import PRESETS, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla import SIZES, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.convert import to_marian
 from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
 
@@ -57,7 +57,7 @@ CHUNKED = "hf_vanilla chunked"  # the column of --loss-chunk-tokens
 def vanilla_model(
     preset: str = "base", vocab: int = VOCAB, loss_chunk_tokens: int = 0
 ) -> VanillaTransformerForConditionalGeneration:
-    config = VanillaTransformerConfig.from_preset(
+    config = VanillaTransformerConfig.from_size(
         preset,
         vocab_size=vocab,
         pad_token_id=PAD,
@@ -72,7 +72,7 @@ def vanilla_model(
 
 def fsmt_model(preset: str = "base", vocab: int = VOCAB) -> FSMTForConditionalGeneration:
     """FSMT (fairseq's WMT19 port) at the same size: its own layout, same seed, shared embeddings and output."""
-    size = VanillaTransformerConfig.from_preset(preset)
+    size = VanillaTransformerConfig.from_size(preset)
     config = FSMTConfig(
         langs=["en", "de"],
         src_vocab_size=vocab,
@@ -380,7 +380,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    parser.add_argument("--preset", default="base", choices=sorted(PRESETS), help="Model size (hf_vanilla.PRESETS).")
+    parser.add_argument("--preset", default="base", choices=sorted(SIZES), help="Model size (hf_vanilla.SIZES).")
     parser.add_argument("--vocab-size", type=int, default=VOCAB, help="One shared vocabulary (default 32,000).")
     parser.add_argument("--batch-size", type=int, default=16, help="Training batch (sentences).")
     parser.add_argument("--length", type=int, default=32, help="Source and target tokens per training sentence.")

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from transformers import GenerationMixin
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
-from hf_vanilla.decoding import generate_texts, load_for_decoding, parse_texts
+from hf_vanilla.decoding import generate_texts, load_for_decoding, model_task, parse_texts
 
 from flag_checks import require_at_least
 
@@ -35,7 +35,7 @@ CACHES = ("VanillaDecodingCacheLayer", "DynamicCache")
 def synthetic_decoder(args: argparse.Namespace):
     """A function decoding with one of CACHES: an untrained model on random sources, a fixed number of tokens."""
     torch.manual_seed(args.seed)
-    config = VanillaTransformerConfig.from_preset(args.model_preset, vocab_size=args.vocab_size)
+    config = VanillaTransformerConfig.from_size(args.model_preset, vocab_size=args.vocab_size)
     model = VanillaTransformerForConditionalGeneration(config).eval()
     sources = torch.randint(4, args.vocab_size, (args.sources, args.source_tokens))
 
@@ -55,7 +55,7 @@ def trained_decoder(args: argparse.Namespace):
     with open(args.sentences, encoding="utf-8") as lines:
         sentences = [line.strip() for line in lines][: args.sources]
     # A parser decodes under its tree grammar, as `hf-vanilla parse` does.
-    texts = parse_texts if getattr(model.config, "decoding", "") == "parsing" else generate_texts
+    texts = parse_texts if model_task(model.config) == "parsing" else generate_texts
 
     def decode(cache: str) -> list:
         with caching(model, cache):

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from hf_vanilla import PRESETS, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla import SIZES, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.training.schedule import paper_optimizer, paper_scheduler
 
 from flag_checks import require_at_least
@@ -105,7 +105,7 @@ def summary(curves: dict[str, list[float]]) -> dict:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--preset", default="base", choices=sorted(PRESETS), help="Model size (hf_vanilla.PRESETS).")
+    parser.add_argument("--preset", default="base", choices=sorted(SIZES), help="Model size (hf_vanilla.SIZES).")
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--steps", type=int, default=200, help="Updates per run.")
     parser.add_argument("--batch-size", type=int, default=96, help="Sentences per batch (~2,700 tokens a side).")
@@ -123,7 +123,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     device = torch.device(args.device)
-    config = VanillaTransformerConfig.from_preset(
+    config = VanillaTransformerConfig.from_size(
         args.preset,
         vocab_size=args.vocab_size,
         pad_token_id=PAD,

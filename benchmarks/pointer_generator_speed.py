@@ -71,9 +71,9 @@ def training_batches(pairs, max_tokens: int, count: int, seed: int) -> list[tupl
 def build_models(preset: str, vocab: int, seed: int) -> dict[str, VanillaTransformerForConditionalGeneration]:
     """The plain model and the copy model with its weights (and a gate of its own), dropout as the preset has it."""
     torch.manual_seed(seed)
-    plain = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_preset(preset, vocab_size=vocab))
+    plain = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_size(preset, vocab_size=vocab))
     pointer = VanillaTransformerForConditionalGeneration(
-        VanillaTransformerConfig.from_preset(preset, vocab_size=vocab, pointer_generator=True)
+        VanillaTransformerConfig.from_size(preset, vocab_size=vocab, pointer_generator=True)
     )
     missing, unexpected = pointer.load_state_dict(plain.state_dict(), strict=False)
     assert set(missing) == {"pointer_generator.gate.weight", "pointer_generator.gate.bias"} and not unexpected

@@ -47,7 +47,7 @@ def demo_update(name: str) -> Callable[[], None]:
     """One training update (forward, backward, Adam) of demo `name`'s model on a fixed batch of its shape."""
     preset, tokens, source, target = SHAPES[name]
     torch.manual_seed(0)
-    config = VanillaTransformerConfig.from_preset(preset, vocab_size=4000, unk_token_id=3)
+    config = VanillaTransformerConfig.from_size(preset, vocab_size=4000, unk_token_id=3)
     model = VanillaTransformerForConditionalGeneration(config).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     inputs = batch(source, target, tokens, config.vocab_size, seed=1)

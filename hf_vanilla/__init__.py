@@ -6,7 +6,7 @@ Importing the package registers the model with the Auto classes, and marks its c
 
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
-from .configuration_vanilla import DECODING, PRESETS, VanillaTransformerConfig
+from .configuration_vanilla import DECODING, PRESETS, SIZES, TASKS, VanillaTransformerConfig
 from .modeling_vanilla import (
     VanillaPreTrainedModel,
     VanillaTransformerForConditionalGeneration,
@@ -24,7 +24,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DECODING",
-    "PRESETS",
+    "PRESETS",  # SIZES under its former name
+    "SIZES",
+    "TASKS",
     "VanillaPreTrainedModel",
     "VanillaTransformerConfig",
     "VanillaTransformerForConditionalGeneration",

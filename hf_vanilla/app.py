@@ -8,8 +8,8 @@
   for a pointer-generator, which summary tokens were copied from the document: each token shaded by 1 - p_gen, and
   p_gen as bars.
 
-A model's task is its `config.decoding` (the row of the paper's decodings it was trained for); `TASKS` maps each task
-to its tab. Models are read (config only) when the app is built and loaded on their first request. Requests are
+A model's task is its `config.task` (`decoding.model_task`: what it was trained for); `TASKS` maps each task to its
+tab. Models are read (config only) when the app is built and loaded on their first request. Requests are
 queued; a bad one (empty or over-long input, a model that cannot load) shows one message and the app keeps serving.
 Needs the `app` extra: pip install 'hf-vanilla[app]'."""
 
@@ -41,6 +41,7 @@ from .decoding import (  # noqa: E402
     generate_texts,
     input_limit,
     load_for_decoding,
+    model_task,
     one_line,
     parse_texts,
     ptb_words,
@@ -86,12 +87,13 @@ class DemoModel:
             generation = GenerationConfig()
         # transformers 5 leaves unset values None and generate() fills them from these defaults.
         defaults = GenerationConfig._get_default_generation_params()
-        values = {setting.name: getattr(generation, setting.name, None) for setting in settings_for(task_of(config))}
+        settings = settings_for(model_task(config))
+        values = {setting.name: getattr(generation, setting.name, None) for setting in settings}
         return cls(name, config, {k: defaults.get(k) if value is None else value for k, value in values.items()})
 
     @property
     def task(self) -> str:
-        return task_of(self.config)
+        return model_task(self.config)
 
     def load(self) -> tuple:
         """(model, tokenizer), loaded on the first call; `ModelLoadError` (and a new try next time) when it fails."""
@@ -100,11 +102,6 @@ class DemoModel:
                 model, tokenizer = load_for_decoding(self.name)
                 self._loaded = with_attention_weights(model), tokenizer
             return self._loaded
-
-
-def task_of(config) -> str:
-    """The task a model was trained for: its `config.decoding` (a MarianMTModel, which has none, translates)."""
-    return getattr(config, "decoding", "translation")
 
 
 def checked_input(text: str | None, tokenizer, max_input_tokens: int, what: str) -> str:
@@ -390,7 +387,7 @@ def _summarize_tab(model: DemoModel, prefix: str, max_input_tokens: int) -> None
     _answer([button.click], summarize(model, max_input_tokens), [document], outputs, prefix, settings)
 
 
-# A model's task (`config.decoding`) -> its tab's title and builder. A new task's tab is one entry here.
+# A model's task (`config.task`) -> its tab's title and builder. A new task's tab is one entry here.
 TASKS: dict[str, tuple[str, Callable[[DemoModel, str, int], None]]] = {
     "translation": ("Translate", _translate_tab),
     "parsing": ("Parse", _parse_tab),

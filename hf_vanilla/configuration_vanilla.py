@@ -9,29 +9,36 @@ from .decoding_settings import DECODING  # the paper's decoding rows, beside the
 # Model sizes. `base` and `big` are the rows of Table 3 of the paper (`big_enfr`: big for English-French);
 # `parsing` is the section 6.3 parser (4 layers, d_model 1024); `summarization` is Transformer-base with the
 # pointer-generator's copy mechanism (See et al., 2017), `summarization_small` a smaller one for small corpora;
-# `demo`/`demo_parsing`/`demo_summarization` fit the 15-minute CPU demos; `tiny` is for tests.
+# `demo`/`demo_parsing`/`demo_summarization` fit the 15-minute CPU demos; `tiny` is for tests, `tiny_summarization`
+# the same with the copy mechanism. A size written for one task names it (`task`), and with it its decoding row.
+# The sizes are the one place a recipe's preset gets the copy mechanism (COPYING); only a user's flag overrides it.
 # The paper's base model (Table 3), from which every other size is written as what differs.
 BASE = dict(d_model=512, encoder_layers=6, decoder_layers=6, num_attention_heads=8, d_ff=2048, dropout=0.1)
 BIG = dict(BASE, d_model=1024, num_attention_heads=16, d_ff=4096, dropout=0.3)
 DEMO = dict(BASE, d_model=128, encoder_layers=3, decoder_layers=3, num_attention_heads=4, d_ff=512)
-COPYING = dict(pointer_generator=True, decoding="summarization")  # a summarizer: the copy mechanism, its decoding
-PRESETS: dict[str, dict] = {
+TINY = dict(BASE, vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128)
+COPYING = dict(pointer_generator=True, task="summarization")  # a summarizer: the copy mechanism, its task
+SIZES: dict[str, dict] = {
     "base": BASE,
     "big": BIG,
     # Section 6.1: the big English-French model used dropout 0.1 instead of 0.3.
     "big_enfr": dict(BIG, dropout=0.1),
-    "parsing": dict(BIG, encoder_layers=4, decoder_layers=4, decoding="parsing"),
+    "parsing": dict(BIG, encoder_layers=4, decoder_layers=4, task="parsing"),
     "summarization": dict(BASE, **COPYING),
     # For corpora of a few million tokens (AESLC's e-mails): base's width, 4 + 4 layers, dropout 0.3, copying.
     "summarization_small": dict(BASE, encoder_layers=4, decoder_layers=4, dropout=0.3, **COPYING),
     "demo": DEMO,
-    "demo_parsing": dict(DEMO, decoding="parsing", tree_leaves="words"),
+    "demo_parsing": dict(DEMO, task="parsing", tree_leaves="words"),
     "demo_summarization": dict(DEMO, **COPYING),
-    "tiny": dict(
-        BASE, vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, num_attention_heads=4, d_ff=128
-    ),
+    "tiny": TINY,
+    "tiny_summarization": dict(TINY, **COPYING),
 }
+# The sizes' former name, kept for code written against it: the same dict (`VanillaTransformerConfig.from_preset`
+# likewise). In hf_vanilla "preset" means a recipe's `--preset` (training settings and a size).
+PRESETS = SIZES
 
+# What a model is trained for (`config.task`): the recipes' three tasks, each with a decoding row of its name.
+TASKS = ("translation", "parsing", "summarization")
 TREE_LEAVES = ("placeholder", "pos", "words")
 POINTER_SMOOTHING = ("mixture", "vocabulary")
 
@@ -112,10 +119,14 @@ class VanillaTransformerConfig(PreTrainedConfig):
         layer_norm_eps: epsilon of every LayerNorm.
         init_std: standard deviation of the normal initialisation of every projection matrix (embeddings:
             d_model^-0.5).
+        task: what the model is trained for, one of `TASKS`: `"translation"`, `"parsing"` or `"summarization"`;
+            `hf-vanilla translate`/`parse`/`summarize` and the app's tabs go by it. Default: the task of `decoding`
+            when given (a config.json saved before `task` existed has only `decoding`, which named the task), else
+            `"translation"` (a MarianMTModel, which has no `task`, translates too).
         decoding: which of the paper's decodings (`DECODING`) the model's `generation_config` starts from:
             `"translation"` (beam 4, alpha 0.6, source length + 50), `"parsing"` (beam 21, alpha 0.3, + 300) or
             `"summarization"` (beam 4, alpha 1.0, summaries of 1 to 64 tokens, no 3-gram twice, no unlicensed stutter
-            of up to 4 tokens).
+            of up to 4 tokens). Default: the row of `task`; another row decodes a model of one task as another's.
         tree_leaves: for parsers, what stands for each word in the linearized trees the model emits: `"placeholder"`
             (XX, Vinyals et al., 2015), `"pos"` (its POS tag) or `"words"` (the word itself, copied).
         tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax
@@ -159,7 +170,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
     max_position_embeddings: int = 1024
     layer_norm_eps: float = 1e-5
     init_std: float = 0.02
-    decoding: str = "translation"
+    task: str | None = None  # set in __post_init__: never None after it
+    decoding: str | None = None  # likewise
     tree_leaves: str = "placeholder"
     use_cache: bool = True
     is_encoder_decoder: bool = True
@@ -178,6 +190,10 @@ class VanillaTransformerConfig(PreTrainedConfig):
     unk_token_id: int | None = None
 
     def __post_init__(self, **kwargs):
+        if self.task is None:  # saved before `task` existed: its decoding row was its task
+            self.task = self.decoding if self.decoding in TASKS else "translation"
+        if self.decoding is None:  # the task's row (an unknown task is refused below, once)
+            self.decoding = self.task if self.task in DECODING else "translation"
         problems = []
         if self.d_model <= 0 or self.num_attention_heads <= 0 or self.d_ff <= 0 or self.vocab_size <= 0:
             problems.append("d_model, num_attention_heads, d_ff and vocab_size must be positive")
@@ -209,6 +225,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             problems.append(
                 f"position_embedding_type must be 'sinusoidal' or 'learned', got {self.position_embedding_type!r}"
             )
+        if self.task not in TASKS:
+            problems.append(f"task must be one of {list(TASKS)}, got {self.task!r}")
         if self.decoding not in DECODING:
             problems.append(f"decoding must be one of {sorted(DECODING)}, got {self.decoding!r}")
         if activation_problem(self.activation_function):
@@ -226,13 +244,16 @@ class VanillaTransformerConfig(PreTrainedConfig):
         super().__post_init__(**kwargs)
 
     @classmethod
-    def from_preset(cls, name: str, **overrides) -> "VanillaTransformerConfig":
-        """Builds a configuration from one of `PRESETS` (`base`, `big`, `big_enfr`, `parsing`, `summarization`,
-        `summarization_small`, `demo`, `demo_parsing`, `demo_summarization`, `tiny`), with any field overridden by
-        keyword."""
-        if name not in PRESETS:
-            raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
-        return cls(**{**PRESETS[name], **overrides})
+    def from_size(cls, name: str, **overrides) -> "VanillaTransformerConfig":
+        """Builds a configuration of one of the model sizes `SIZES` (`base`, `big`, `big_enfr`, `parsing`,
+        `summarization`, `summarization_small`, `demo`, `demo_parsing`, `demo_summarization`, `tiny`,
+        `tiny_summarization`), with any field overridden by keyword. `from_preset` is its former name, the same
+        method."""
+        if name not in SIZES:
+            raise ValueError(f"Unknown model size {name!r}; choose one of {sorted(SIZES)}.")
+        return cls(**{**SIZES[name], **overrides})
+
+    from_preset = from_size  # the former name, kept for code written against it (no warning)
 
 
-__all__ = ["DECODING", "PRESETS", "VanillaGenerationConfig", "VanillaTransformerConfig"]
+__all__ = ["DECODING", "PRESETS", "SIZES", "TASKS", "VanillaGenerationConfig", "VanillaTransformerConfig"]

@@ -53,10 +53,16 @@ TASK_COMMANDS = {
 }
 
 
+def model_task(config) -> str:
+    """What a model was trained for: its `config.task` (`VanillaTransformerConfig` derives it from the decoding row of
+    a config saved without one); a model of another kind (a MarianMTModel) translates."""
+    return getattr(config, "task", "translation")
+
+
 def check_task(model, model_name: str, task: str) -> None:
-    """Refuses (`ModelLoadError`, one line) a model trained for another task than `task` (its `config.decoding`; a
-    MarianMTModel translates), naming the subcommand that runs it."""
-    trained = getattr(model.config, "decoding", "translation")
+    """Refuses (`ModelLoadError`, one line) a model trained for another task than `task` (`model_task`), naming the
+    subcommand that runs it."""
+    trained = model_task(model.config)
     if trained != task:
         raise ModelLoadError(
             f"{model_name} is a {trained} model, not a {TASK_COMMANDS[task][0]}; use `hf-vanilla "

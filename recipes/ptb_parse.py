@@ -20,10 +20,10 @@ from hf_vanilla.publishing import finish
 from hf_vanilla.tokenization import BpeOptions
 from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.flags import parse_settings
+from hf_vanilla.training.model_building import build_model
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import PARSING_PRESETS
 from hf_vanilla.training.run import (
-    build_model,
     build_tokenizer,
     check_before_training,
     run_recipe,
@@ -75,7 +75,7 @@ def as_pairs(trees: list[str], leaves: str) -> Dataset:
 def main(args: Arguments) -> dict:
     # Start: the settings (command line over preset), the model's configuration (its trees' leaves: --init-from's
     # model keeps its own) checked before any data is read, Accelerator (precision as launched), seed.
-    run = start("ptb_parse", args, PARSING_PRESETS, decoding="parsing")
+    run = start("ptb_parse", args, PARSING_PRESETS, task="parsing")
     settings, leaves = run.settings, run.config.tree_leaves
 
     # Data, and everything that can be checked before the first update.

@@ -33,10 +33,10 @@ from hf_vanilla.training.arguments import RunSettings, decoding_setting, setting
 from hf_vanilla.training.collectives import agreed_failure, error_line
 from hf_vanilla.training.context import RunContext
 from hf_vanilla.training.flags import parse_settings
+from hf_vanilla.training.model_building import build_model
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
 from hf_vanilla.training.run import (
-    build_model,
     build_tokenizer,
     check_before_training,
     first,
@@ -71,7 +71,7 @@ class Arguments(RunSettings):
     max_target_tokens: int | None = setting("Summaries are cut to this many tokens in training (</s> counted).")
     pointer_generator: bool | None = setting(
         "The copy mechanism of pointer-generator networks (--no-pointer-generator: the plain Transformer). Default: "
-        "the preset's model's (every summarization preset copies)."
+        "the preset's model size's (every summarization preset's size copies)."
     )
     pointer_smoothing: str | None = setting(
         "What label smoothing spreads its epsilon over in a pointer-generator: mixture (the final distribution) or "
@@ -128,9 +128,9 @@ def default_dataset(preset: str) -> str:
 
 def main(args: Arguments) -> dict:
     # Start: the settings (command line over preset), the model's configuration (with or without the copy mechanism,
-    # decoding as a summarizer whatever its size: `DECODING["summarization"]`) checked before any data is read,
-    # Accelerator (precision as launched), seed.
-    run = start("summarize", args, SUMMARIZATION_PRESETS, decoding="summarization")
+    # trained for summarization whatever its size, and so decoding with `DECODING["summarization"]`) checked before
+    # any data is read, Accelerator (precision as launched), seed.
+    run = start("summarize", args, SUMMARIZATION_PRESETS, task="summarization")
     settings, held_out = run.settings, {}
     dataset = settings.dataset or default_dataset(settings.preset)
 

@@ -19,10 +19,10 @@ from hf_vanilla.publishing import finish
 from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.collectives import agreed_failure
 from hf_vanilla.training.flags import parse_settings
+from hf_vanilla.training.model_building import build_model
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import WMT_PRESETS
 from hf_vanilla.training.run import (
-    build_model,
     build_tokenizer,
     check_before_training,
     run_recipe,
@@ -58,7 +58,7 @@ class Arguments(RunSettings):
 
 def main(args: Arguments) -> dict:
     # Start: the settings (command line over preset), Accelerator (precision as launched), seed.
-    run = start("wmt_ende", args, WMT_PRESETS)
+    run = start("wmt_ende", args, WMT_PRESETS, task="translation")
     settings = run.settings
     languages = (settings.source_lang, settings.target_lang)
     dataset = settings.dataset or ("bible" if settings.preset in OFFLINE_PRESETS else "wmt14")

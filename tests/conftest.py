@@ -78,14 +78,14 @@ def pointer_reversal_model():
 @pytest.fixture(scope="session")
 def summarization_model(pointer_reversal_model):
     """A tiny pointer-generator trained for seconds to reverse its input (a copy task: outputs depend on inputs, see
-    `reversal.train_reversal_model`), then made a summarizer: `config.decoding = "summarization"` and the generation
-    config of that row (`DECODING["summarization"]`). Tests must not change it."""
+    `reversal.train_reversal_model`), then made a summarizer: `config.task` and `config.decoding` "summarization",
+    and the generation config of that row (`DECODING["summarization"]`). Tests must not change it."""
     import copy
 
     from hf_vanilla.configuration_vanilla import VanillaGenerationConfig
 
     model = copy.deepcopy(pointer_reversal_model)  # trained and checked under translation's decoding
-    model.config.decoding = "summarization"
+    model.config.task = model.config.decoding = "summarization"
     model.generation_config = VanillaGenerationConfig.from_model_config(model.config)
     return model
 

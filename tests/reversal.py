@@ -53,12 +53,12 @@ def decoded(row: list[int]) -> list[int]:
 def train_reversal_model(
     max_steps: int = 1500, target: float = 0.95, seed: int = 0, **config_overrides
 ) -> hf_vanilla.VanillaTransformerForConditionalGeneration:
-    """The tiny preset (32-token vocabulary, no dropout, no smoothing, any other `config_overrides`) trained to
+    """The tiny size (32-token vocabulary, no dropout, no smoothing, any other `config_overrides`) trained to
     reverse sequences of 3-10 symbols until greedy decoding gets `target` of 200 held-out sequences exactly right
     (about 15 s on 2 CPU cores). Fails the calling test if it does not get there: a model that cannot learn a reversal
     is itself a defect."""
     torch.manual_seed(seed)
-    config = hf_vanilla.VanillaTransformerConfig.from_preset(
+    config = hf_vanilla.VanillaTransformerConfig.from_size(
         "tiny", vocab_size=REVERSAL_VOCAB, dropout=0.0, label_smoothing=0.0, **config_overrides
     )
     model = hf_vanilla.VanillaTransformerForConditionalGeneration(config).train()

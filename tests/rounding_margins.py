@@ -25,7 +25,7 @@ def reversal_model(path: str | None):
     import hf_vanilla
 
     if path and Path(path).exists():
-        config = hf_vanilla.VanillaTransformerConfig.from_preset(
+        config = hf_vanilla.VanillaTransformerConfig.from_size(
             "tiny", vocab_size=REVERSAL_VOCAB, dropout=0.0, label_smoothing=0.0
         )
         model = hf_vanilla.VanillaTransformerForConditionalGeneration(config)

@@ -134,9 +134,9 @@ def run_loop(
 
 
 def tiny_model(**overrides) -> hf_vanilla.VanillaTransformerForConditionalGeneration:
-    """The `tiny` preset, untrained, seeded, in eval mode."""
+    """The `tiny` size, untrained, seeded, in eval mode."""
     torch.manual_seed(0)
-    config = hf_vanilla.VanillaTransformerConfig.from_preset("tiny", **overrides)
+    config = hf_vanilla.VanillaTransformerConfig.from_size("tiny", **overrides)
     return hf_vanilla.VanillaTransformerForConditionalGeneration(config).eval()
 
 

@@ -301,7 +301,7 @@ def test_a_summarizer_without_the_copy_mechanism_shows_no_p_gen(reversal_folder,
     folder = tmp_path / "plain"
     shutil.copytree(reversal_folder, folder)
     config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, "decoding": "summarization"}))
+    (folder / "config.json").write_text(json.dumps({**config, "task": "summarization", "decoding": "summarization"}))
     (folder / "generation_config.json").unlink()  # transformers' defaults: no summary bounds
     model = app.DemoModel.read(str(folder))
     demo = app.build_app([str(folder)])

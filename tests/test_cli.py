@@ -139,7 +139,7 @@ def test_parse_with_a_tokenizer_that_cannot_write_brackets_says_how_to_decode(tm
     from hf_vanilla.tokenization import train_shared_bpe
 
     tokenizer = train_shared_bpe(["(S (NP the cat )NP )S the cat"] * 3, vocab_size=300, show_progress=False)
-    model = tiny_model(vocab_size=len(tokenizer), decoding="parsing", tree_leaves="words")
+    model = tiny_model(vocab_size=len(tokenizer), task="parsing", tree_leaves="words")
     model.save_pretrained(tmp_path / "parser")
     tokenizer.save_pretrained(tmp_path / "parser")
     result = subprocess.run(
@@ -328,6 +328,20 @@ def test_each_subcommand_refuses_a_model_of_another_task_in_one_line(reversal_fo
         with pytest.raises(SystemExit) as exit_:
             main([command, str(folder), "--input", str(Path(__file__))])
         assert str(exit_.value.code) == f"hf-vanilla: {folder} {expected}"
+
+
+def test_a_models_task_is_its_config_task_whatever_row_it_decodes_with():
+    """`check_task` goes by `config.task` (`decoding.model_task`), not by the decoding row; a MarianMTModel, whose
+    config has no task, translates."""
+    from transformers import MarianConfig
+
+    from hf_vanilla.decoding import ModelLoadError, check_task, model_task
+
+    summarizer = tiny_model(task="summarization", decoding="translation")
+    assert model_task(summarizer.config) == "summarization" and model_task(MarianConfig()) == "translation"
+    check_task(summarizer, "M", "summarization")
+    with pytest.raises(ModelLoadError, match="^M is a summarization model, not a translation; use `hf-vanilla summa"):
+        check_task(summarizer, "M", "translation")
 
 
 def test_numeric_flags_of_every_subcommand_are_checked_by_one_rule_before_anything_is_read(tmp_path):

@@ -173,7 +173,7 @@ def test_a_plain_summarizers_stutter_rule_is_dropped_from_its_marian_export_with
 
     said = []
     monkeypatch.setattr(convert.logger, "warning", said.append)
-    ours = tiny_model(decoding="summarization")
+    ours = tiny_model(task="summarization")
     assert ours.generation_config.no_stutter_span_size == 4
     back = to_marian(ours).generation_config
     assert not hasattr(back, "no_stutter_span_size")
@@ -417,9 +417,9 @@ def test_command_line_refusals_are_one_line(tmp_path):
 
 def test_config_options_of_converted_models_are_validated():
     with pytest.raises(ValueError, match=r"activation_function='gelu2': not one of transformers' activations \(gelu,"):
-        VanillaTransformerConfig.from_preset("tiny", activation_function="gelu2")
+        VanillaTransformerConfig.from_size("tiny", activation_function="gelu2")
     with pytest.raises(ValueError, match="activation_function='xielu': it has learned parameters"):
-        VanillaTransformerConfig.from_preset("tiny", activation_function="xielu")
+        VanillaTransformerConfig.from_size("tiny", activation_function="xielu")
 
 
 def test_the_feed_forward_computes_the_configured_activation():

@@ -150,7 +150,7 @@ def test_exported_model_scores_tokens_as_hf_vanilla(name, tmp_path):
     exported wrong is off by the whole norm. On a vocabulary of 37, which 16 does not divide (the tokenizer's 32
     tokens and 5 placeholders)."""
     torch.manual_seed(0)
-    config = VanillaTransformerConfig.from_preset("tiny", vocab_size=37, init_std=0.1, **VARIANTS[name])
+    config = VanillaTransformerConfig.from_size("tiny", vocab_size=37, init_std=0.1, **VARIANTS[name])
     model = VanillaTransformerForConditionalGeneration(config).eval()
     with torch.no_grad():
         if config.final_logits_bias:
@@ -184,7 +184,7 @@ def test_exported_model_scores_tokens_as_hf_vanilla(name, tmp_path):
 
 def test_quantized_export_leaves_the_model_unchanged(tmp_path):
     model = VanillaTransformerForConditionalGeneration(
-        VanillaTransformerConfig.from_preset("tiny", vocab_size=REVERSAL_VOCAB)
+        VanillaTransformerConfig.from_size("tiny", vocab_size=REVERSAL_VOCAB)
     ).eval()
     before = copy.deepcopy(model.state_dict())
     for quantization in ("int8", "float16"):
@@ -248,7 +248,7 @@ def test_export_errors_are_one_line(reversal_folder, reversal_model_dir, tmp_pat
 
 def test_an_activation_ctranslate2_cannot_compute_is_refused_in_one_line(tmp_path):
     model = VanillaTransformerForConditionalGeneration(
-        VanillaTransformerConfig.from_preset("tiny", vocab_size=REVERSAL_VOCAB, activation_function="mish")
+        VanillaTransformerConfig.from_size("tiny", vocab_size=REVERSAL_VOCAB, activation_function="mish")
     )
     with pytest.raises(ValueError) as error:
         export_ct2(model, tmp_path / "ct2", tokenizer=reversal_tokenizer())

@@ -89,15 +89,15 @@ def test_a_broken_link_an_unknown_anchor_and_a_stray_image_are_reported(tmp_path
     ]
 
 
-def test_the_docs_name_every_preset_subcommand_and_tab_the_code_has():
-    """Read from the code: every model preset in docs/model.md, every recipe preset (tests' `tiny` aside) in the
+def test_the_docs_name_every_size_preset_subcommand_and_tab_the_code_has():
+    """Read from the code: every model size in docs/model.md, every recipe preset (tests' `tiny` aside) in the
     README's line of that recipe, every subcommand in the README's command line block, every app tab in docs/app.md."""
-    from hf_vanilla import PRESETS
+    from hf_vanilla import SIZES
     from hf_vanilla.training.presets import PARSING_PRESETS, SUMMARIZATION_PRESETS, WMT_PRESETS
     from hf_vanilla_cli import build_parser
 
     model_page, readme = (ROOT / "docs" / "model.md").read_text(), (ROOT / "README.md").read_text()
-    assert [name for name in PRESETS if f"`{name}`" not in model_page] == []
+    assert [name for name in SIZES if f"`{name}`" not in model_page] == []
     for recipe, presets in (
         ("wmt_ende", WMT_PRESETS),
         ("ptb_parse", PARSING_PRESETS),

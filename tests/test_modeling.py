@@ -47,22 +47,22 @@ def test_config_rejects_values_that_cannot_work(overrides, message):
         VanillaTransformerConfig(**overrides)
 
 
-def test_unknown_preset_is_a_clear_error():
-    with pytest.raises(ValueError, match="Unknown preset 'huge'"):
-        VanillaTransformerConfig.from_preset("huge")
+def test_unknown_size_is_a_clear_error():
+    with pytest.raises(ValueError, match="Unknown model size 'huge'"):
+        VanillaTransformerConfig.from_size("huge")
 
 
-@pytest.mark.parametrize("preset, low, high", [("base", 63e6, 66e6), ("big", 208e6, 216e6)])
-def test_preset_sizes_match_the_paper(preset, low, high):
-    config = VanillaTransformerConfig.from_preset(preset, vocab_size=37000)
+@pytest.mark.parametrize("size, low, high", [("base", 63e6, 66e6), ("big", 208e6, 216e6)])
+def test_sizes_match_the_paper(size, low, high):
+    config = VanillaTransformerConfig.from_size(size, vocab_size=37000)
     with torch.device("meta"):
         model = VanillaTransformerForConditionalGeneration(config)
     count = sum(p.numel() for p in model.parameters())  # tied matrices are counted once
     assert low <= count <= high
 
 
-def test_parsing_preset_is_the_section_6_3_model():
-    config = VanillaTransformerConfig.from_preset("parsing")
+def test_parsing_size_is_the_section_6_3_model():
+    config = VanillaTransformerConfig.from_size("parsing")
     assert (config.encoder_layers, config.decoder_layers, config.d_model) == (4, 4, 1024)
     with torch.device("meta"):
         model = VanillaTransformerForConditionalGeneration(config)
@@ -70,19 +70,21 @@ def test_parsing_preset_is_the_section_6_3_model():
     assert (decoding.num_beams, decoding.length_penalty, decoding.max_length_offset) == (21, 0.3, 300)
 
 
-def test_base_preset_decoding_is_the_papers():
+def test_base_sizes_decoding_is_the_papers():
     with torch.device("meta"):
-        model = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_preset("base"))
+        model = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_size("base"))
     decoding = model.generation_config
     assert decoding.num_beams == 4 and decoding.length_penalty == 0.6 and decoding.early_stopping is True
     assert decoding.length_penalty_style == "gnmt" and decoding.max_length_offset == 50
 
 
-@pytest.mark.parametrize("preset, size", [("summarization", "base"), ("demo_summarization", "demo")])
-def test_summarization_presets_have_the_copy_mechanism_and_the_summary_decoding(preset, size, tmp_path):
-    config = VanillaTransformerConfig.from_preset(preset)
-    assert config.pointer_generator and config.decoding == "summarization"
-    assert {k: v for k, v in config.to_dict().items() if k in hf_vanilla.PRESETS[size]} == hf_vanilla.PRESETS[size]
+@pytest.mark.parametrize(
+    "name, size", [("summarization", "base"), ("demo_summarization", "demo"), ("tiny_summarization", "tiny")]
+)
+def test_summarization_sizes_have_the_copy_mechanism_and_the_summary_decoding(name, size, tmp_path):
+    config = VanillaTransformerConfig.from_size(name)
+    assert config.pointer_generator and (config.task, config.decoding) == ("summarization", "summarization")
+    assert {k: v for k, v in config.to_dict().items() if k in hf_vanilla.SIZES[size]} == hf_vanilla.SIZES[size]
     with torch.device("meta"):
         model = VanillaTransformerForConditionalGeneration(config)
     decoding = model.generation_config
@@ -99,7 +101,7 @@ def test_a_saved_model_loads_its_decoding_as_a_vanilla_generation_config(tmp_pat
     """transformers reads generation_config.json as a plain `GenerationConfig`, whose `update()` drops (returns
     unused) the settings it does not know: a loaded model's config is made a `VanillaGenerationConfig` with the
     saved values, and one saved before hf_vanilla's settings existed gets their defaults (the decoding it had)."""
-    config = VanillaTransformerConfig.from_preset("tiny", decoding="summarization", pointer_generator=True)
+    config = VanillaTransformerConfig.from_size("tiny_summarization")
     VanillaTransformerForConditionalGeneration(config).save_pretrained(tmp_path / "new")
     saved = json.loads((tmp_path / "new" / "generation_config.json").read_text())
     shutil.copytree(tmp_path / "new", tmp_path / "old")
@@ -119,13 +121,50 @@ def test_a_saved_model_loads_its_decoding_as_a_vanilla_generation_config(tmp_pat
             assert (decoding.no_stutter_span_size, decoding.max_length_offset) == (2, 7)
 
 
-def test_from_preset_names_every_preset_in_its_docstring():
-    documented = VanillaTransformerConfig.from_preset.__doc__.split("(")[1].split(")")[0]
-    assert sorted(name.strip("` \n") for name in documented.split(",")) == sorted(hf_vanilla.PRESETS)
+def test_from_size_names_every_size_in_its_docstring():
+    documented = VanillaTransformerConfig.from_size.__doc__.split("(")[1].split(")")[0]
+    assert sorted(name.strip("` \n") for name in documented.split(",")) == sorted(hf_vanilla.SIZES)
+
+
+def test_presets_and_from_preset_are_the_sizes_under_their_former_names(recwarn):
+    """`PRESETS` and `from_preset`, the names of the sizes before "preset" meant a recipe's alone, still work, without
+    a warning: the issue's own snippet builds the config `from_size` builds."""
+    assert hf_vanilla.PRESETS is hf_vanilla.SIZES is hf_vanilla.configuration_vanilla.PRESETS
+    config = VanillaTransformerConfig.from_preset("tiny", pointer_generator=True, vocab_size=50)
+    assert (
+        config.to_dict() == VanillaTransformerConfig.from_size("tiny", pointer_generator=True, vocab_size=50).to_dict()
+    )
+    assert VanillaTransformerConfig.from_preset("tiny_summarization").pointer_generator is True
+    assert not recwarn.list
+
+
+def test_the_task_is_stored_and_the_decoding_row_follows_it_unless_given(tmp_path):
+    """`task` is what a model is trained for; `decoding`, its row, defaults to it; a config.json saved before `task`
+    existed (its decoding row was its task) loads as the same task, and saves it from then on."""
+    assert (VanillaTransformerConfig().task, VanillaTransformerConfig().decoding) == ("translation", "translation")
+    parser = VanillaTransformerConfig(task="parsing")
+    assert (parser.task, parser.decoding) == ("parsing", "parsing")
+    other_row = VanillaTransformerConfig(task="summarization", decoding="translation")
+    assert (other_row.task, other_row.decoding) == ("summarization", "translation")
+    with pytest.raises(
+        ValueError, match=r"task must be one of \['translation', 'parsing', 'summarization'\], got 'poem'"
+    ):
+        VanillaTransformerConfig(task="poem")
+    VanillaTransformerConfig.from_size("tiny", task="summarization").save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert (saved["task"], saved["decoding"]) == ("summarization", "summarization")
+    for row in ("summarization", "parsing", "translation"):  # as saved before: no task, the row naming it
+        old = {key: value for key, value in saved.items() if key != "task"} | {"decoding": row}
+        (tmp_path / "config.json").write_text(json.dumps(old))
+        for loader in (VanillaTransformerConfig, AutoConfig):
+            loaded = loader.from_pretrained(tmp_path)
+            assert (loaded.task, loaded.decoding) == (row, row)
+        loaded.save_pretrained(tmp_path / "again")
+        assert json.loads((tmp_path / "again" / "config.json").read_text())["task"] == row
 
 
 def test_auto_classes_resolve_the_model(tmp_path):
-    config = AutoConfig.for_model("vanilla_transformer", **hf_vanilla.PRESETS["tiny"])
+    config = AutoConfig.for_model("vanilla_transformer", **hf_vanilla.SIZES["tiny"])
     assert isinstance(config, VanillaTransformerConfig)
     assert isinstance(AutoModel.from_config(config), VanillaTransformerModel)
     model = AutoModelForSeq2SeqLM.from_config(config)
@@ -335,7 +374,7 @@ def test_untied_option_gives_three_matrices(tmp_path):
 
 
 def test_initialisation_is_the_documented_one():
-    model = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_preset("base", vocab_size=4000))
+    model = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig.from_size("base", vocab_size=4000))
     embedding = model.model.shared.weight.detach()
     assert float(embedding[0].abs().max()) == 0.0  # padding row
     assert abs(float(embedding[1:].std()) - 512**-0.5) < 0.001 and abs(float(embedding[1:].mean())) < 0.001

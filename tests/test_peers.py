@@ -7,7 +7,7 @@ import json
 import pytest
 from datasets import Dataset, DatasetDict
 
-from hf_vanilla.configuration_vanilla import PRESETS
+from hf_vanilla.configuration_vanilla import SIZES
 from hf_vanilla.training.presets import WMT_PRESETS
 
 from runs import peer_module
@@ -73,7 +73,7 @@ def test_the_dictionary_gives_fairseq_the_tokenizer_s_vocabulary(exported):
 def test_every_setting_of_the_demo_preset_is_in_the_table_and_fairseq_s_flags():
     table = peer_module("settings_table")
     settings = table.demo_settings()
-    model, run = PRESETS["demo"], WMT_PRESETS["demo"]
+    model, run = SIZES["demo"], WMT_PRESETS["demo"]
     for name in ("encoder_layers", "decoder_layers", "d_model", "num_attention_heads", "d_ff", "dropout"):
         assert settings[name] == model[name]
     for name in ("vocab_size", "tokens_per_step", "warmup_steps", "max_steps", "average_last", "save_every"):

@@ -52,9 +52,9 @@ def reversal_labels(ids: torch.Tensor, answers: list) -> torch.Tensor:
 )
 def test_config_refuses_what_the_mixture_cannot_compute(overrides, message):
     with pytest.raises(ValueError, match=message) as error:
-        VanillaTransformerConfig.from_preset("tiny", pointer_generator=True, **overrides)
+        VanillaTransformerConfig.from_size("tiny", pointer_generator=True, **overrides)
     assert "\n" not in str(error.value)
-    VanillaTransformerConfig.from_preset("tiny", **overrides)  # each alone is fine
+    VanillaTransformerConfig.from_size("tiny", **overrides)  # each alone is fine
 
 
 def test_the_gate_is_the_only_new_weight_and_a_plain_model_is_unchanged():
@@ -181,7 +181,7 @@ def test_the_source_columns_mixture_is_the_dense_mixture_with_its_gradients():
     twice, and padding (id 0, no attention) in two rows. The logits are drawn wide (std 4), so that some vocabulary
     probabilities are far below the copy's and both terms of the mixture matter."""
     torch.manual_seed(0)
-    config = VanillaTransformerConfig.from_preset("tiny", pointer_generator=True)
+    config = VanillaTransformerConfig.from_size("tiny", pointer_generator=True)
     pointer = VanillaPointerGenerator(config)
     torch.nn.init.normal_(pointer.gate.weight, std=0.1)
     rows, target, source, d_model, vocab = 3, 5, 9, config.d_model, config.vocab_size
@@ -333,7 +333,7 @@ def held_out_name_accuracy(pointer_generator: bool, steps: int = 300, rows: int 
     held_out, trained = names[:256], names[256:]
     targets = (trained * 2)[: steps * rows]
     torch.manual_seed(0)
-    config = VanillaTransformerConfig.from_preset(
+    config = VanillaTransformerConfig.from_size(
         "tiny", vocab_size=NAMES_VOCAB, dropout=0.0, label_smoothing=0.0, pointer_generator=pointer_generator
     )
     model = VanillaTransformerForConditionalGeneration(config).train()
@@ -489,7 +489,7 @@ def test_whole_word_copying_refuses_what_it_cannot_apply_in_one_line(pointer_rev
 def test_the_issues_call_whole_word_copying_with_a_length_offset_and_beams_decodes():
     """Whole-word copying with `max_length_offset` and beams (the mask once went to forward through an attribute that
     the length limit's attention mask overwrote: an IndexError)."""
-    cfg = VanillaTransformerConfig.from_preset("tiny", pointer_generator=True, vocab_size=50)
+    cfg = VanillaTransformerConfig.from_size("tiny", pointer_generator=True, vocab_size=50)
     model = VanillaTransformerForConditionalGeneration(cfg).eval()
     ids = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 11, 2, 0]])
     rules = dict(word_continuation_ids=[6, 10], max_length_offset=3, num_beams=2)

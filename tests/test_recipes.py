@@ -22,7 +22,7 @@ from hf_vanilla.parsing import parse_tree
 from hf_vanilla.tokenization import TokenizerMismatch
 from hf_vanilla.training.arguments import RunSettings, resolve
 from hf_vanilla.training.flags import parse_settings
-from hf_vanilla.training.model_config import run_config
+from hf_vanilla.training.model_building import run_config
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import PARSING_PRESETS
 
@@ -106,7 +106,7 @@ def test_a_parser_warm_start_writes_trees_with_its_models_own_leaves(parse_run):
     ptb_parse, final = recipe("ptb_parse"), str(parse_run[0] / "final")  # a model with "words" leaves
 
     def leaves(**flags) -> str:
-        return run_config(resolve(ptb_parse.Arguments(**flags), PARSING_PRESETS)).tree_leaves
+        return run_config(resolve(ptb_parse.Arguments(**flags), PARSING_PRESETS), "parsing").tree_leaves
 
     assert leaves(preset="parsing") == "placeholder" and leaves(preset="parsing", tree_leaves="pos") == "pos"
     assert leaves(preset="parsing", init_from=final) == "words"
@@ -221,8 +221,8 @@ def test_a_recipes_own_settings_come_from_its_flags_or_its_presets_and_reach_the
     from hf_vanilla.training.presets import PAPER
 
     presets = {
-        "demo": dict(PAPER, model_preset="tiny", vocab_size=500, tokens_per_step=800, warmup_steps=10, max_steps=4),
-        "short": dict(PAPER, model_preset="tiny", vocab_size=500, tokens_per_step=800, warmup_steps=10, max_steps=4),
+        "demo": dict(PAPER, model_size="tiny", vocab_size=500, tokens_per_step=800, warmup_steps=10, max_steps=4),
+        "short": dict(PAPER, model_size="tiny", vocab_size=500, tokens_per_step=800, warmup_steps=10, max_steps=4),
     }
     for preset in presets.values():
         preset.update(average_last=2, save_every=2, eval_every=0)
@@ -242,6 +242,17 @@ def test_a_recipes_own_settings_come_from_its_flags_or_its_presets_and_reach_the
         resolve(ThirdRecipeArguments(preset="short"), presets)
     with pytest.raises(PreflightError, match="--preset must be one of demo, short, got 'big'"):
         resolve(ThirdRecipeArguments(preset="big"), presets)
+
+
+def test_a_recipe_preset_written_with_the_former_model_preset_key_names_its_size():
+    """A third recipe's preset written before `model_preset` became `model_size` resolves to the same size."""
+    from hf_vanilla.training.presets import PAPER
+
+    preset = dict(PAPER, vocab_size=500, tokens_per_step=800, warmup_steps=10, max_steps=4, average_last=2)
+    preset.update(save_every=2, eval_every=0)
+    old, new = ({"demo": dict(preset, **{key: "tiny"})} for key in ("model_preset", "model_size"))
+    assert resolve(ThirdRecipeArguments(), old).model_size == "tiny"
+    assert vars(resolve(ThirdRecipeArguments(), old)) == vars(resolve(ThirdRecipeArguments(), new))
 
 
 def test_a_length_filter_that_leaves_nothing_stops_before_training(tmp_path):
@@ -271,7 +282,7 @@ def test_the_english_french_preset_is_the_papers_big_model_with_dropout_0_1():
     from hf_vanilla.training.presets import WMT_PRESETS
 
     preset = WMT_PRESETS["big_enfr"]
-    config = VanillaTransformerConfig.from_preset(preset["model_preset"])
+    config = VanillaTransformerConfig.from_size(preset["model_size"])
     assert (config.d_model, config.num_attention_heads, config.dropout, preset["vocab_size"]) == (1024, 16, 0.1, 32000)
 
 

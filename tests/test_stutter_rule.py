@@ -67,7 +67,7 @@ def test_generate_writes_no_unlicensed_stutter_where_it_otherwise_would():
     """An untrained model writes one token again and again: without the rule its outputs stutter, with it none of
     the returned outputs holds a stutter of at most 4 tokens (none is licensed: the sources repeat nothing)."""
     torch.manual_seed(0)
-    config = VanillaTransformerConfig.from_preset("tiny", vocab_size=40, decoding="summarization")
+    config = VanillaTransformerConfig.from_size("tiny", vocab_size=40, task="summarization")
     model = VanillaTransformerForConditionalGeneration(config).eval()
     ids = torch.tensor([[5, 6, 7, 8, 9, 10, 2], [11, 12, 13, 14, 15, 16, 2]])
     settings = dict(num_beams=4, num_return_sequences=2, max_new_tokens=12, min_new_tokens=12, no_repeat_ngram_size=0)

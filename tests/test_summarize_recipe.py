@@ -466,24 +466,24 @@ def test_presets_and_flags_resolve_to_the_settings_of_the_issue(tmp_path):
     plain = summarize.Arguments(
         preset="demo", pointer_generator=False, learning_rate=1e-3, output_dir=str(tmp_path / "run")
     )
-    run = start("summarize", plain, SUMMARIZATION_PRESETS)  # converted with the model's width, known there
+    run = start("summarize", plain, SUMMARIZATION_PRESETS, task="summarization")  # converted with the model's width
     assert run.settings.lr_scale == pytest.approx(1e-3 / (128**-0.5 * 400**-0.5))
     # The model's DECODING row decodes, with the length penalty chosen on AESLC's dev.
-    assert demo.decoding == {"length_penalty": 3.0} and demo.model_preset == "demo_summarization"
-    # The copy mechanism is the model preset's alone (no flag default restates it); the demo keeps its best checkpoint
+    assert demo.decoding == {"length_penalty": 3.0} and demo.model_size == "demo_summarization"
+    # The copy mechanism is the model size's alone (no flag default restates it); the demo keeps its best checkpoint
     # by greedy validation ROUGE-1 in best/, tests the average of the last three (better on dev), lower-cases its
     # text, and learns copyable targets by copying (force_copy, smoothing over the vocabulary: better on dev).
     assert demo.model_overrides == {"pointer_smoothing": "vocabulary", "force_copy": True}
     assert demo.pointer_generator is None
-    assert VanillaTransformerConfig.from_preset(demo.model_preset).pointer_generator is True
+    assert VanillaTransformerConfig.from_size(demo.model_size).pointer_generator is True
     assert (demo.best_checkpoint_metric, demo.final_model, demo.lowercase) == ("rouge1", "average", True)
     # The preset for small corpora on a GPU: base's width, 4 + 4 layers, dropout 0.3, 512-token sources, early stop.
     small = resolve(summarize.Arguments(preset="small"), SUMMARIZATION_PRESETS)
-    config = VanillaTransformerConfig.from_preset(small.model_preset)
+    config = VanillaTransformerConfig.from_size(small.model_size)
     assert (config.d_model, config.encoder_layers, config.dropout, config.pointer_generator) == (512, 4, 0.3, True)
     assert (small.max_source_tokens, small.patience, small.best_checkpoint_metric) == (512, 10, "rouge1")
     full = resolve(summarize.Arguments(preset="summarization"), SUMMARIZATION_PRESETS)
-    assert full.model_preset == "summarization" and full.decoding == {}
+    assert full.model_size == "summarization" and full.decoding == {}
     assert (full.tokens_per_step, full.max_source_tokens, full.max_target_tokens, full.max_length) == (
         25000,
         512,

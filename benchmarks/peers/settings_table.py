@@ -14,13 +14,13 @@ OVERRIDABLE = ("max_steps", "save_every", "eval_every", "average_last")
 
 def demo_settings(preset: str = "demo", **overrides) -> dict:
     """Every setting of the translation recipe's `preset` that a peer has to match, as the recipe resolves it: the
-    run's (`WMT_PRESETS`, `DEFAULTS`), the model's (`VanillaTransformerConfig.from_preset`) and the decoding's
+    run's (`WMT_PRESETS`, `DEFAULTS`), the model's (`VanillaTransformerConfig.from_size`) and the decoding's
     (`VanillaGenerationConfig.from_model_config`), with `overrides` (names of `OVERRIDABLE`) over them."""
     unknown = set(overrides) - set(OVERRIDABLE)
     if unknown:
         raise ValueError(f"not overridable: {sorted(unknown)}")
     run = {**DEFAULTS, **WMT_PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
-    model = VanillaTransformerConfig.from_preset(run["model_preset"])
+    model = VanillaTransformerConfig.from_size(run["model_size"])
     decoding = VanillaGenerationConfig.from_model_config(model)
     betas = tuple(float(b) for b in run["adam_betas"].split(","))
     return {

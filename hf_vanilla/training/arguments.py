@@ -102,7 +102,7 @@ class RunSettings:
     eval_only: bool = setting(
         "Train nothing: score --init-from's model on --eval-split, write results and the card to --output-dir.", False
     )
-    # The model's size (Table 3's N, d_model, h, d_ff), each defaulting to the preset's model; a new model's only
+    # The model's size (Table 3's N, d_model, h, d_ff), each defaulting to the preset's model size; a new model's only
     d_model: int | None = setting("d_model, the width of every sub-layer's output and of the embeddings.")
     encoder_layers: int | None = setting("N of the encoder: its layers.")
     decoder_layers: int | None = setting("N of the decoder: its layers.")
@@ -165,7 +165,7 @@ class RunSettings:
     eval_sentences: int | None = setting("Score only the first N held-out sentences.")
     push_to_hub: str | None = setting("Hub repo id to publish the final model to.")
     # Set by the preset alone
-    model_preset: str | None = from_preset("The model's size: a name of `hf_vanilla.PRESETS`.")
+    model_size: str | None = from_preset("The model's size: a name of `hf_vanilla.SIZES`.")
     tokens_per_step: int | None = from_preset(
         "Source (and target) tokens per update, over all processes and accumulated batches."
     )
@@ -222,10 +222,12 @@ DEFAULTS = dict(
     adam_eps=1e-9,
 )
 FINAL_MODELS = ("average", "best")
+# A recipe preset's keys under their former names (a recipe of one's own written before the rename): read as the new.
+RENAMED_PRESET_KEYS = {"model_preset": "model_size"}
 
 # The values every preset must give (unless the command line does); max_steps may be left out by --max-train-minutes.
 REQUIRED = (
-    "model_preset",
+    "model_size",
     "vocab_size",
     "tokens_per_step",
     "warmup_steps",
@@ -298,7 +300,7 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     A `PreflightError` names every value that cannot work."""
     if args.preset not in presets:
         raise PreflightError(f"--preset must be one of {', '.join(sorted(presets))}, got {args.preset!r}")
-    preset = dict(presets[args.preset])
+    preset = {RENAMED_PRESET_KEYS.get(key, key): value for key, value in presets[args.preset].items()}
     names = {f.name for f in dataclasses.fields(args)}
     # A preset's values for one value of a setting given on the command line (`variants`: {setting: {value: {...}}}),
     # e.g. the summarization demo's learning rate for a model without the copy mechanism.

@@ -40,7 +40,7 @@ class TrainingResult:
 class RunContext:
     """One run: `name` (the recipe's: the tracker's project, the default folder runs/NAME), `settings` (the command
     line merged with the preset, `training.arguments.resolve`), `accelerator`, `output_dir`, `config` (the model's
-    configuration, `training.model_config.run_config`); then, as the steps of
+    configuration, `training.model_building.run_config`); then, as the steps of
     `training.run` set them, `tokenizer` (`build_tokenizer`), `model` (`build_model`; after training, the averaged
     model), `training` (what training did), `averaged` (the checkpoints averaged into OUTPUT_DIR/final), `truncated`
     (what encoding each split cut, where the recipe truncates) and `copyable` (how much of each split's targets its
@@ -51,7 +51,7 @@ class RunContext:
     settings: RunSettings
     accelerator: Accelerator
     output_dir: Path
-    config: VanillaTransformerConfig | None = None  # the model's, decided in `start` (`model_config.run_config`)
+    config: VanillaTransformerConfig | None = None  # the model's, decided in `start` (`model_building.run_config`)
     tokenizer: PreTrainedTokenizerBase | None = None
     model: VanillaTransformerForConditionalGeneration | None = None
     training: TrainingResult | None = None

@@ -1,36 +1,13 @@
-"""Training hyper-parameters of each recipe preset (values of `training.arguments.RunSettings`); the model sizes
-themselves are `hf_vanilla.PRESETS`."""
-
-from ..configuration_vanilla import VanillaTransformerConfig
-from ..modeling_vanilla import VanillaTransformerForConditionalGeneration
-
-
-def tokenizer_fields(tokenizer) -> dict:
-    """The configuration fields that a model takes from its tokenizer: vocabulary, special tokens, decoding starting
-    from <s>."""
-    return dict(
-        vocab_size=len(tokenizer),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        unk_token_id=tokenizer.unk_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id,
-    )
-
-
-def new_model(config: VanillaTransformerConfig, tokenizer) -> VanillaTransformerForConditionalGeneration:
-    """A freshly initialised model of `config` (a run's, `model_config.run_config`) whose vocabulary and special tokens
-    are `tokenizer`'s (`tokenizer_fields`)."""
-    config = VanillaTransformerConfig.from_dict({**config.to_dict(), **tokenizer_fields(tokenizer)})
-    return VanillaTransformerForConditionalGeneration(config)
-
+"""The recipe presets (`--preset`): each a dict of `training.arguments.RunSettings` values (or of a recipe's own
+settings), one of which, `model_size`, names the model's size in `hf_vanilla.SIZES`."""
 
 # What a preset gives unless it says otherwise: the paper's learning rate, and training pairs with a side of more than
 # 250 tokens, or a length ratio above 1.5, dropped (fairseq's WMT14 recipes clean their corpora with Moses'
 # clean-corpus-n.perl at 1-250 tokens and ratio 1.5). A preset is a dict of `RunSettings` values (or of a recipe's
-# own settings): the model's size `model_preset`, `vocab_size`, `tokens_per_step` (source and target tokens per
-# update over all processes and accumulated batches), `warmup_steps`, `max_steps`, `average_last` (checkpoints
-# averaged: the paper's 5 for base, 20 for big), `save_every`, `eval_every` (0: no validation), and any other.
+# own settings): the model's size `model_size` (a name of `hf_vanilla.SIZES`, the one place a preset gets the copy
+# mechanism), `vocab_size`, `tokens_per_step` (source and target tokens per update over all processes and accumulated
+# batches), `warmup_steps`, `max_steps`, `average_last` (checkpoints averaged: the paper's 5 for base, 20 for big),
+# `save_every`, `eval_every` (0: no validation), and any other.
 PAPER = dict(lr_scale=1.0, max_length=250, max_length_ratio=1.5)
 
 # Each recipe's one-minute try on its offline corpus (`--preset smoke`): the tiny model, a few hundred updates, a short
@@ -38,7 +15,7 @@ PAPER = dict(lr_scale=1.0, max_length=250, max_length_ratio=1.5)
 # quality of a trained model.
 SMOKE = dict(
     PAPER,
-    model_preset="tiny",
+    model_size="tiny",
     vocab_size=1000,
     tokens_per_step=2000,
     warmup_steps=100,
@@ -54,7 +31,7 @@ SMOKE = dict(
 # every 10 minutes averaged (here: every 1,000 / 3,000 updates); every other preset is written as what differs.
 BASE_RUN = dict(
     PAPER,
-    model_preset="base",
+    model_size="base",
     vocab_size=37000,
     tokens_per_step=25000,
     warmup_steps=4000,
@@ -63,18 +40,18 @@ BASE_RUN = dict(
     save_every=1000,
     eval_every=1000,
 )
-BIG_RUN = dict(BASE_RUN, model_preset="big", max_steps=300_000, average_last=20, save_every=3000, eval_every=3000)
+BIG_RUN = dict(BASE_RUN, model_size="big", max_steps=300_000, average_last=20, save_every=3000, eval_every=3000)
 
 WMT_PRESETS = {
     "base": BASE_RUN,
     "big": BIG_RUN,
     # Section 6.1: big English-French, dropout 0.1, 32,000 word-pieces.
-    "big_enfr": dict(BIG_RUN, model_preset="big_enfr", vocab_size=32000),
+    "big_enfr": dict(BIG_RUN, model_size="big_enfr", vocab_size=32000),
     # The offline CPU demo on the Bible corpus: tested on verses of at most 16 words, trained on those of at most 32,
     # half the paper's learning rate; `docs/experiments.md` has the runs behind each value.
     "demo": dict(
         PAPER,
-        model_preset="demo",
+        model_size="demo",
         vocab_size=4000,
         tokens_per_step=2000,
         warmup_steps=400,
@@ -89,7 +66,7 @@ WMT_PRESETS = {
     # For tests of the recipe itself (kills, resumes, launches): the tiny model, seconds an update on a CPU.
     "tiny": dict(
         PAPER,
-        model_preset="tiny",
+        model_size="tiny",
         vocab_size=1000,
         tokens_per_step=1000,
         warmup_steps=10,
@@ -107,12 +84,12 @@ WMT_PRESETS = {
 PARSING_PRESETS = {
     # Section 6.3: 4 layers, d_model 1024 (16 heads, d_ff 4096), 16k BPE for WSJ only, beam 21, alpha 0.3, +300.
     # Linearized trees are 3-4 times as long as their sentences: no length-ratio filter.
-    "parsing": dict(BASE_RUN, model_preset="parsing", vocab_size=16000, max_length=None, max_length_ratio=None),
+    "parsing": dict(BASE_RUN, model_size="parsing", vocab_size=16000, max_length=None, max_length_ratio=None),
     # The offline CPU demo on NLTK's WSJ sample: a 128-wide parser that copies the words into its trees, a quarter of
     # the paper's learning rate; `docs/experiments.md` has the runs behind each value.
     "demo": dict(
         PAPER,
-        model_preset="demo_parsing",
+        model_size="demo_parsing",
         vocab_size=4000,
         tokens_per_step=2000,
         warmup_steps=400,
@@ -153,7 +130,7 @@ SUMMARIZATION_PRESETS = {
     "summarization": dict(
         BASE_RUN,
         **SUMMARIZATION,
-        model_preset="summarization",
+        model_size="summarization",
         vocab_size=32000,
         max_source_tokens=512,
         max_target_tokens=128,
@@ -164,7 +141,7 @@ SUMMARIZATION_PRESETS = {
     # validations without a better one.
     "small": dict(
         SUMMARIZATION,
-        model_preset="summarization_small",
+        model_size="summarization_small",
         vocab_size=16000,
         tokens_per_step=12000,
         warmup_steps=2000,
@@ -186,7 +163,7 @@ SUMMARIZATION_PRESETS = {
     # model the average of the last three checkpoints. `docs/experiments.md` has the runs behind each value.
     "demo": dict(
         SUMMARIZATION,
-        model_preset="demo_summarization",
+        model_size="demo_summarization",
         vocab_size=4000,
         tokens_per_step=6000,
         warmup_steps=400,
@@ -201,11 +178,10 @@ SUMMARIZATION_PRESETS = {
         length_penalty=3.0,
         variants={"pointer_generator": {False: dict(lr_scale=0.25)}},
     ),
-    # For tests of the recipe itself: the tiny model (decoding as a summarizer), seconds on a CPU.
+    # For tests of the recipe itself: the tiny model with the copy mechanism, seconds on a CPU.
     "tiny": dict(
         SUMMARIZATION,
-        model_preset="tiny",
-        pointer_generator=True,
+        model_size="tiny_summarization",
         vocab_size=400,
         tokens_per_step=600,
         warmup_steps=4,
@@ -219,10 +195,10 @@ SUMMARIZATION_PRESETS = {
     ),
     "smoke": dict(
         SMOKE,
+        model_size="tiny_summarization",
         max_length=None,
         max_length_ratio=None,
         lowercase=True,
-        pointer_generator=True,
         max_source_tokens=96,
         max_target_tokens=32,
         max_new_tokens=16,

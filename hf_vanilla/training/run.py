@@ -8,10 +8,11 @@ A recipe (see recipes/wmt_ende.py) is:
         dataset: str = setting("...")
         min_length: int | None = setting("...")                    # None: the preset's, or the model's own
         GENERATION_CONFIG = (*RunSettings.GENERATION_CONFIG, "min_length")  # set on the model when not None
-    PRESETS = {"demo": dict(PAPER, model_preset="demo", vocab_size=4000, ...)}   # a dict of settings each
+    RECIPE_PRESETS = {"demo": dict(PAPER, model_size="demo", vocab_size=4000, ...)}   # settings each
 
     def main(args: Arguments) -> dict:
-        run = start("name", args, PRESETS)     # settings = flags over the preset; accelerator; output folder; seed
+        run = start("name", args, RECIPE_PRESETS, task="translation")  # settings = flags over the preset; the
+                                               # model's config (a new one trained for `task`); accelerator; seed
         corpus = ...                           # a DatasetDict: train, validation, test; a `translation` column of
                                                # {source: text, target: text} (other columns are the recipe's)
         check_before_training(run, corpus, dataset, "--dataset")
@@ -26,7 +27,8 @@ A recipe (see recipes/wmt_ende.py) is:
     if __name__ == "__main__":
         run_recipe(main, parse_settings(Arguments), "name")   # training.flags: the command line of Arguments
 
-(`setting` is `training.arguments.setting`, `PAPER` `training.presets.PAPER`, `finish` `hf_vanilla.publishing.finish`.)
+(`setting` is `training.arguments.setting`, `PAPER` `training.presets.PAPER`, `build_model`
+`training.model_building.build_model`, `finish` `hf_vanilla.publishing.finish`.)
 A preset may set the recipe's own fields too (a flag left out is None: the preset's). `train_and_evaluate` trains,
 keeps the final model (the average of the last checkpoints, or the best by --best-checkpoint-metric), evaluates on
 the main process and hands the figures to `finish` (results.json, samples.jsonl, the card, the upload); a stop signal
@@ -73,7 +75,7 @@ from .context import RunContext, TrainingResult
 from .host_memory import apply_host_malloc
 from .interrupts import RunInterrupted, interrupting
 from .loop import BEST_DIR, train
-from .model_config import run_config
+from .model_building import run_config
 from .preflight import (
     PreflightError,
     check_hub,
@@ -83,7 +85,6 @@ from .preflight import (
     refuse_metric_under_fsdp,
     run_checks,
 )
-from .presets import new_model
 from .run_folder import RunFolder, check_run_folder, claim_run_folder
 from .schedule import scale_for_peak
 from .validation import Validation
@@ -138,9 +139,9 @@ def follow_launcher() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def start(name: str, args: RunSettings, presets: dict[str, dict], **new_model_fields) -> RunContext:
+def start(name: str, args: RunSettings, presets: dict[str, dict], *, task: str) -> RunContext:
     """The run: `args` resolved against their preset (`presets[args.preset]`), the model's configuration
-    (`model_config.run_config`, with the recipe's `new_model_fields` for a new model; --learning-rate turned into the
+    (`model_building.run_config`: a new model is trained for the recipe's `task`; --learning-rate turned into the
     schedule's scale for its real width), the output folder (refused when it holds another run, unless --resume or
     --overwrite-output-dir: `run_folder`), and the `Accelerator` (precision as launched unless --mixed-precision is
     given), seeded. DeepSpeed is refused before Accelerate starts it."""
@@ -151,7 +152,7 @@ def start(name: str, args: RunSettings, presets: dict[str, dict], **new_model_fi
     if args.init_from is not None and args.vocab_size is not None:
         raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
     settings = resolve(args, presets)
-    config = run_config(settings, **new_model_fields)
+    config = run_config(settings, task)
     if settings.learning_rate is not None:
         settings.lr_scale = scale_for_peak(settings.learning_rate, config.d_model, settings.warmup_steps)
     refuse_deepspeed()
@@ -270,29 +271,6 @@ def prepare_shared_tokenizer(
         if accelerator.is_main_process:
             ensure_shared_tokenizer(folder, train_split, languages, vocab_size, dataset, options)
     return load_tokenizer(folder)
-
-
-def build_model(run: RunContext) -> VanillaTransformerForConditionalGeneration:
-    """`run.model`: `--init-from`'s weights, or a new model, of the run's configuration (`run.config`: the preset's
-    or the loaded model's, with the command line's model settings), with the vocabulary and special tokens of
-    `run.tokenizer` and the command line's decoding settings."""
-    settings = run.settings
-    if settings.init_from is not None:
-        try:
-            model = VanillaTransformerForConditionalGeneration.from_pretrained(settings.init_from, config=run.config)
-        except OSError as error:
-            raise PreflightError(f"--init-from {settings.init_from}: {error_line(error)}") from error
-        if model.config.vocab_size != len(run.tokenizer):
-            raise PreflightError(
-                f"--init-from {settings.init_from}: its tokenizer and model disagree on the vocabulary"
-            )
-    else:
-        model = new_model(run.config, run.tokenizer)
-    model.generation_config.update(**settings.decoding)
-    if model.generation_config.num_beams == 1:  # greedy: the beam-search settings would make the config invalid
-        model.generation_config.update(early_stopping=False, length_penalty=1.0)
-    run.model = model
-    return model
 
 
 def encoded_split(
