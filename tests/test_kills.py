@@ -287,7 +287,9 @@ def test_a_signal_during_the_final_decoding_writes_no_results_and_resume_finishe
     assert (output_dir / "final" / "model.safetensors").is_file()
     finished = subprocess.run(
         [*QUIET_LAUNCHERS[processes], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), *flags, "--resume"],
-        capture_output=True, text=True, env=environment(),
+        capture_output=True,
+        text=True,
+        env=environment(),
     )
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert json.loads((output_dir / "results.json").read_text())["steps"] == 4
@@ -303,8 +305,10 @@ def test_a_signal_before_training_ends_in_one_line_and_the_same_command_runs_aga
         assert "Traceback" not in after, after
     else:  # torchrun's own traceback for the signal it received, and none from a training process
         assert "[rank" not in after and after.count("Traceback") == 1 and "SignalException" in after, after
-    assert "wmt_ende: SIGTERM received: stopped before training, nothing to resume yet: run the same command " \
+    assert (
+        "wmt_ende: SIGTERM received: stopped before training, nothing to resume yet: run the same command "
         "again" in after
+    )
     from hf_vanilla.training.run_folder import check_run_folder
 
     check_run_folder(output_dir, resume=False, overwrite=False)  # not refused as another run
@@ -323,15 +327,30 @@ def test_a_recipe_error_under_the_readme_launcher_ends_in_at_most_three_lines(fl
     output_dir = tmp_path / "run"
     if "--vocab-size" in flags:
         first = subprocess.run(
-            [*QUIET_LAUNCHERS[1], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), "--max-steps", "1",
-             "--save-every", "1", "--eval-sentences", "1", "--num-beams", "1"],
-            capture_output=True, text=True, env=environment(),
+            [
+                *QUIET_LAUNCHERS[1],
+                str(RECIPES / "wmt_ende.py"),
+                *recipe_flags(output_dir),
+                "--max-steps",
+                "1",
+                "--save-every",
+                "1",
+                "--eval-sentences",
+                "1",
+                "--num-beams",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            env=environment(),
         )
         assert first.returncode == 0, first.stderr[-2000:]
         flags = [*flags, "--resume"]
     failed = subprocess.run(
         [*QUIET_LAUNCHERS[1], str(RECIPES / "wmt_ende.py"), *recipe_flags(output_dir), *flags],
-        capture_output=True, text=True, env=environment(),
+        capture_output=True,
+        text=True,
+        env=environment(),
     )
     assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
     ending = error_ending(failed.stderr)

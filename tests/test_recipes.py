@@ -176,7 +176,7 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
                 "2",
                 *("--d-model", "96", "--encoder-layers", "3", "--decoder-layers", "1"),
                 *("--num-attention-heads", "8", "--d-ff", "200", "--adam-betas", "(0.9, 0.997)", "--adam-eps", "1e-8"),
-            ]
+            ],
         )
         settings = resolve(args, WMT_PRESETS)
         assert (settings.vocab_size, settings.lr_scale, settings.warmup_steps, settings.update_freq) == (500, 2, 10, 2)
