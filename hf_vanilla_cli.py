@@ -203,8 +203,8 @@ FOLDER_ARGUMENTS = {"push": ("folder",)}
 
 
 def _package_file(name: str):
-    """The standard-library-only module `hf_vanilla/NAME.py` (`flag_bounds`, `model_paths`), read without importing
-    the package (its `__init__` imports transformers and torch: seconds)."""
+    """The standard-library-only module `hf_vanilla/NAME.py` (`errors`, `flag_bounds`, `model_paths`), read without
+    importing the package (its `__init__` imports transformers and torch: seconds)."""
     folder = importlib.util.find_spec("hf_vanilla").submodule_search_locations[0]
     spec = importlib.util.spec_from_file_location(f"hf_vanilla_cli.{name}", Path(folder) / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     problem = first_problem(args)
     if problem:
-        raise SystemExit(f"hf-vanilla: {problem}")
+        raise _package_file("errors").user_exit("hf-vanilla", problem)
     from hf_vanilla.cli import run
 
     run(args)
