@@ -23,13 +23,14 @@ from accelerate.logging import get_logger
 from datasets import DatasetDict
 
 from hf_vanilla.data.summaries import SIDES, as_pairs, hold_out, load_summarization_corpus
+from hf_vanilla.errors import error_line
 from hf_vanilla.evaluation import Evaluation
 from hf_vanilla.evaluation.rouge import ROUGE_TYPES
 from hf_vanilla.evaluation.summarization import lead_baseline, summarize_and_score
 from hf_vanilla.publishing import finish
 from hf_vanilla.tokenization import BpeOptions, reads_lowercase, word_continuation_ids
 from hf_vanilla.training.arguments import RunSettings, setting
-from hf_vanilla.training.collectives import agreed_failure, error_line
+from hf_vanilla.training.collectives import agreed_failure
 from hf_vanilla.training.context import RunContext
 from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.preflight import PreflightError

@@ -34,7 +34,8 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from .collectives import agreed_failure, error_line
+from ..errors import error_line
+from .collectives import agreed_failure
 
 if TYPE_CHECKING:
     from .run_folder import RunFolder
