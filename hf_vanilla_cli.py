@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     problem = first_problem(args)
     if problem:
-        raise SystemExit(f"hf-vanilla: {problem}")
+        raise _package_file("errors").user_exit("hf-vanilla", problem)
     from hf_vanilla.cli import run
 
     run(args)

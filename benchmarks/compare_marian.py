@@ -31,6 +31,7 @@ import json
 import multiprocessing
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -141,15 +142,27 @@ def dynamo_counts() -> tuple[int, int]:
     return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
 
 
-def training_speed(
-    model, source, target, device, dtype, steps: int, own_loss: bool, compile_backend: str | None = None
-) -> dict:
-    """Tokens/s of `steps` training steps after 2 warm-up steps (`torch.compile`d with `compile_backend` when
-    given: the warm-up then includes the compilation); on CUDA also peak memory and MFU."""
+@dataclass(frozen=True)
+class Runtime:
+    """Where a model is timed: its device, the autocast dtype (float32: none), and the torch.compile backend that
+    compiles it (None: run eagerly)."""
+
+    device: torch.device
+    dtype: torch.dtype
+    compile_backend: str | None = None
+
+    def autocast(self) -> torch.autocast:
+        return torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32)
+
+
+def training_speed(model, source, target, runtime: Runtime, steps: int, own_loss: bool) -> dict:
+    """Tokens/s of `steps` training steps after 2 warm-up steps (`torch.compile`d with `runtime.compile_backend`
+    when given: the warm-up then includes the compilation); on CUDA also peak memory and MFU."""
+    device, dtype, compile_backend = runtime.device, runtime.dtype, runtime.compile_backend
     model.to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     source, target = source.to(device), target.to(device)
-    autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
+    autocast = runtime.autocast()
     stepped = torch.compile(model, backend=compile_backend) if compile_backend else model
     graphs_before, breaks_before = dynamo_counts() if compile_backend else (0, 0)
     start = time.perf_counter()
@@ -191,14 +204,6 @@ def peak_flops(device: torch.device, dtype: torch.dtype) -> float:
         if key in name:
             return value if dtype != torch.float32 else value / 2
     return float("nan")
-
-
-def _resident_mib(field: str) -> float:
-    """A memory figure of this process from /proc/self/status (Linux): VmRSS now, or VmHWM, its peak."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 def _resident_mib(field: str) -> float:
@@ -264,21 +269,14 @@ def _seconds_per_call(call, device: torch.device, repeats: int, warmups: int = 1
 
 
 def generation_speed(
-    model,
-    source,
-    device,
-    dtype,
-    num_beams: int,
-    new_tokens: int,
-    repeats: int,
-    cache: str = "dynamic",
-    compile_backend: str | None = None,
+    model, source, runtime: Runtime, num_beams: int, new_tokens: int, repeats: int, cache: str = "dynamic"
 ) -> tuple[float, float]:
     """Target tokens/s of `generate()` writing exactly `new_tokens` tokens per sentence, and the wall seconds of the
     warm-up calls. `cache="static"` decodes with a static cache (2 warm-up calls: on CUDA transformers compiles the
-    step, with CUDA graphs); `compile_backend` forces that compilation with this backend on any device."""
+    step, with CUDA graphs); `runtime.compile_backend` forces that compilation with this backend on any device."""
     from transformers import CompileConfig
 
+    device, compile_backend = runtime.device, runtime.compile_backend
     model.to(device).eval()
     source = source.to(device)
     kwargs = dict(
@@ -296,8 +294,7 @@ def generation_speed(
             config = CompileConfig(backend=compile_backend)
             config._compile_all_devices = True  # transformers compiles on CUDA only unless told otherwise
             kwargs["compile_config"] = config
-    autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
-    with torch.no_grad(), autocast:
+    with torch.no_grad(), runtime.autocast():
         seconds, out, warmup = _seconds_per_call(
             lambda: model.generate(input_ids=source, attention_mask=torch.ones_like(source), **kwargs),
             device,
@@ -421,76 +418,53 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    device, dtype = torch.device(args.device), getattr(torch, args.dtype)
-    parts = set(args.parts)
-
+def compared_models(args: argparse.Namespace) -> dict:
+    """The models side by side, by column name: hf_vanilla, Marian with its weights, then the chunked and FSMT."""
     vanilla = vanilla_model(args.preset, args.vocab_size)
     models = {"hf_vanilla": vanilla, "MarianMTModel": to_marian(vanilla)}
-    if args.loss_chunk_tokens and parts & {"train", "memory"}:
+    if args.loss_chunk_tokens and set(args.parts) & {"train", "memory"}:
         models[CHUNKED] = vanilla_model(args.preset, args.vocab_size, args.loss_chunk_tokens)
     if not args.skip_fsmt:
         models["FSMT"] = fsmt_model(args.preset, args.vocab_size)
-    source = english_batches(args.length, args.batch_size, args.vocab_size)
-    target = source.roll(1, 0)
-    results = {name: {} for name in models}
-    results["hf_vanilla"]["max_logit_difference_vs_marian"] = check_same_function(
-        vanilla, models["MarianMTModel"], source[:16], target[:16]
-    )
-    setting = dict(vars(args), threads=torch.get_num_threads(), torch=torch.__version__)
+    return models
 
-    def write_json() -> None:
-        if args.json:
-            Path(args.json).write_text(json.dumps({"setting": setting, "results": results}, indent=2))
 
-    compile_backend = args.compile_backend if args.compile else None
-    for name, model in models.items():
-        if "train" in parts:
-            results[name].update(
-                training_speed(
-                    model,
-                    source,
-                    target,
-                    device,
-                    dtype,
-                    args.train_steps,
-                    name.startswith("hf_vanilla"),
-                    compile_backend,
-                )
-            )
-        if "memory" in parts and device.type == "cpu":
-            results[name]["peak_memory_mib"] = cpu_peak_memory(
-                name, args.batch_size, args.length, args.preset, args.vocab_size, args.loss_chunk_tokens
-            )
-        if "decode" in parts and name != CHUNKED:  # in eval, the chunked model is hf_vanilla itself
-            graphs_before, breaks_before = dynamo_counts()
-            for batch in (1, 16):
-                prompts = english_batches(args.length, batch, args.vocab_size)
-                for beams, label in ((1, "greedy"), (4, "beam4")):
-                    speed, warmup = generation_speed(
-                        model,
-                        prompts,
-                        device,
-                        dtype,
-                        beams,
-                        args.new_tokens,
-                        args.repeats,
-                        args.cache,
-                        args.decode_compile_backend,
-                    )
-                    results[name][f"generate_{label}_b{batch}_tok_s"] = speed
-                    results[name][f"generate_{label}_b{batch}_warmup_s"] = warmup
-            if args.cache == "static":
-                graphs, breaks = dynamo_counts()
-                results[name]["decode_compiled_graphs"] = graphs - graphs_before
-                results[name]["decode_graph_breaks"] = breaks - breaks_before
-        write_json()
-    if "sampler" in parts:
-        results["sampler"] = sampler_padding(4096)
-    write_json()
+def decoding_figures(model, args: argparse.Namespace, runtime: Runtime) -> dict:
+    """`generate()`'s tokens/s and warm-up seconds, greedy and beam 4 at batch 1 and 16 (with a static cache, also
+    the graphs and graph breaks of its compilation)."""
+    figures = {}
+    graphs_before, breaks_before = dynamo_counts()
+    for batch in (1, 16):
+        prompts = english_batches(args.length, batch, args.vocab_size)
+        for beams, label in ((1, "greedy"), (4, "beam4")):
+            speed, warmup = generation_speed(model, prompts, runtime, beams, args.new_tokens, args.repeats, args.cache)
+            figures[f"generate_{label}_b{batch}_tok_s"] = speed
+            figures[f"generate_{label}_b{batch}_warmup_s"] = warmup
+    if args.cache == "static":
+        graphs, breaks = dynamo_counts()
+        figures["decode_compiled_graphs"] = graphs - graphs_before
+        figures["decode_graph_breaks"] = breaks - breaks_before
+    return figures
 
-    names = list(models)
+
+def model_figures(name: str, model, source, target, args: argparse.Namespace) -> dict:
+    """Every figure of `args.parts` but the sampler's for the model of column `name`."""
+    device, dtype, parts = torch.device(args.device), getattr(torch, args.dtype), set(args.parts)
+    figures = {}
+    if "train" in parts:
+        runtime = Runtime(device, dtype, args.compile_backend if args.compile else None)
+        figures.update(training_speed(model, source, target, runtime, args.train_steps, name.startswith("hf_vanilla")))
+    if "memory" in parts and device.type == "cpu":
+        figures["peak_memory_mib"] = cpu_peak_memory(
+            name, args.batch_size, args.length, args.preset, args.vocab_size, args.loss_chunk_tokens
+        )
+    if "decode" in parts and name != CHUNKED:  # in eval, the chunked model is hf_vanilla itself
+        figures.update(decoding_figures(model, args, Runtime(device, dtype, args.decode_compile_backend)))
+    return figures
+
+
+def print_table(results: dict, setting: dict, names: list[str]) -> None:
+    """The figures of the models `names` side by side, hf_vanilla's over Marian's in the last column."""
     columns = list(dict.fromkeys(key for name in names for key in results[name]))
     columns.remove("max_logit_difference_vs_marian")
     print(f"\nsetting: {setting}")
@@ -503,6 +477,31 @@ def main(argv: list[str] | None = None) -> None:
     print(f"max |logit difference| hf_vanilla vs MarianMTModel with the same weights: {difference:.2e}")
     if "sampler" in results:
         print(f"padding: {results['sampler']}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    device = torch.device(args.device)
+    models = compared_models(args)
+    source = english_batches(args.length, args.batch_size, args.vocab_size)
+    target = source.roll(1, 0)
+    results = {name: {} for name in models}
+    results["hf_vanilla"]["max_logit_difference_vs_marian"] = check_same_function(
+        models["hf_vanilla"], models["MarianMTModel"], source[:16], target[:16]
+    )
+    setting = dict(vars(args), threads=torch.get_num_threads(), torch=torch.__version__)
+
+    def write_json() -> None:
+        if args.json:
+            Path(args.json).write_text(json.dumps({"setting": setting, "results": results}, indent=2))
+
+    for name, model in models.items():
+        results[name].update(model_figures(name, model, source, target, args))
+        write_json()
+    if "sampler" in args.parts:
+        results["sampler"] = sampler_padding(4096)
+    write_json()
+    print_table(results, setting, list(models))
     if args.record:
         record = run_record(results, setting, device, args.batch_size * args.length)
         name = "cpu" if device.type == "cpu" else record["device"].replace(" ", "-")

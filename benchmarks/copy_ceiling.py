@@ -10,12 +10,12 @@ summarization recipe encodes it (sources cut to --max-source-tokens, </s> counte
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from hf_vanilla.data.copyable import copyable_tokens
 from hf_vanilla.data.encoding import encode_truncated_pairs
 from hf_vanilla.data.summaries import SIDES, as_pairs, load_summarization_corpus
+from hf_vanilla.errors import user_exit
 from hf_vanilla.tokenization import BpeOptions, train_shared_bpe
 
 from flag_checks import require_at_least
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = parse_args(argv)
     corpus = as_pairs(load_summarization_corpus(args.dataset, args.text_column, args.summary_column))
     if args.split not in corpus:
-        sys.exit(f"copy_ceiling: {args.dataset} has no {args.split!r} split (it has {', '.join(corpus)})")
+        raise user_exit("copy_ceiling", f"{args.dataset} has no {args.split!r} split (it has {', '.join(corpus)})")
     train = corpus["train"]
     rows = []
     for name, options in VARIANTS.items():

@@ -26,6 +26,7 @@ from transformers import GenerationMixin
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.decoding import generate_texts, load_for_decoding, model_task, parse_texts
+from hf_vanilla.errors import user_exit
 
 from flag_checks import require_at_least
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     decode = trained_decoder(args) if args.model else synthetic_decoder(args)
     outputs = {cache: decode(cache) for cache in CACHES}  # warm-up, and the check that both decode the same
     if outputs[CACHES[0]] != outputs[CACHES[1]]:
-        raise SystemExit("the two caches decoded different outputs")
+        raise user_exit("decoding_cache", "the two caches decoded different outputs")
     seconds: dict[str, list[float]] = {cache: [] for cache in CACHES}
     for repeat in tqdm(range(args.repeats), desc="paired repeats"):
         for cache in CACHES if repeat % 2 == 0 else CACHES[::-1]:

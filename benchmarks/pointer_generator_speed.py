@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.data.batching import TokenBudgetBatchSampler
+from hf_vanilla.errors import user_exit
 
 from flag_checks import require_at_least
 
@@ -64,7 +65,8 @@ def training_batches(pairs, max_tokens: int, count: int, seed: int) -> list[tupl
     )
     batches = sampler.all_batches(0)
     if len(batches) < count:
-        raise SystemExit(f"--documents gives {len(batches)} batches of --max-tokens {max_tokens}; {count} are timed.")
+        message = f"--documents gives {len(batches)} batches of --max-tokens {max_tokens}; {count} are timed."
+        raise user_exit("pointer_generator_speed", message)
     return [(padded([pairs[i][0] for i in b]), padded([pairs[i][1] for i in b])) for b in batches[:count]]
 
 

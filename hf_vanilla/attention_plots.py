@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .decoding import truncate_ids
 from .modeling_vanilla import VanillaPreTrainedModel
+from .tokenization import truncate_ids
 
 KINDS = ("encoder_self_attention", "decoder_self_attention", "cross_attention")
 PLOTS_MISSING = "attention plots need matplotlib: pip install 'hf-vanilla[plots]'"

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .decoding_settings import SETTINGS, SUMMARY_INPUT_TOKENS
-from .errors import error_line
+from .errors import error_line, user_exit
 
 
 def _fail(message: str) -> SystemExit:
-    return SystemExit(f"hf-vanilla: {message}")
+    return user_exit("hf-vanilla", message)
 
 
 def _average(args: argparse.Namespace) -> None:
@@ -29,7 +29,7 @@ def _average(args: argparse.Namespace) -> None:
             raise _fail(f"{args.run_dir}/run.json is unreadable: {error}") from None
         chosen = list_checkpoints(Path(args.run_dir), run.owns if run is not None else None)[-args.last :]
         if not chosen:
-            raise SystemExit(f"hf-vanilla: no complete checkpoint in {args.run_dir}")
+            raise _fail(f"no complete checkpoint in {args.run_dir}")
     try:
         output = average_checkpoints(chosen, Path(args.output))
     except (CheckpointError, ValueError) as error:

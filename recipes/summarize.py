@@ -24,13 +24,14 @@ from datasets import DatasetDict
 
 from hf_vanilla.data.summaries import SIDES, as_pairs, hold_out, load_summarization_corpus
 from hf_vanilla.decoding_settings import least_values
+from hf_vanilla.errors import error_line
 from hf_vanilla.evaluation import Evaluation
 from hf_vanilla.evaluation.rouge import ROUGE_TYPES
 from hf_vanilla.evaluation.summarization import lead_baseline, summarize_and_score
 from hf_vanilla.publishing import finish
 from hf_vanilla.tokenization import BpeOptions, reads_lowercase, whole_word_copy_ids
 from hf_vanilla.training.arguments import RunSettings, decoding_setting, setting
-from hf_vanilla.training.collectives import agreed_failure, error_line
+from hf_vanilla.training.collectives import agreed_failure
 from hf_vanilla.training.context import RunContext
 from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.model_building import build_model

@@ -20,11 +20,12 @@ from summarize import DEMO_CORPUS
 from hf_vanilla.data.summaries import load_summarization_corpus
 from hf_vanilla.decoding import ModelLoadError, input_limit, load_for_decoding
 from hf_vanilla.decoding_settings import settings_for
+from hf_vanilla.errors import error_line, user_exit
 from hf_vanilla.evaluation.summarization import lead_baseline, tune_decoding
 from hf_vanilla.flag_bounds import bound_problem, bound_problems
 from hf_vanilla.tokenization import whole_word_copy_ids
-from hf_vanilla.training.collectives import error_line
 
+PROGRAM = "tune_summary_decoding"  # the first word of its error lines
 # The settings tuned: a summarizer's decoding settings (`decoding_settings.settings_for`), each flag taking candidates.
 GRID = settings_for("summarization")
 SHOWN = ("rouge1", "rouge2", "rougeL", "rougeLsum")
@@ -87,9 +88,9 @@ def main(argv: list[str] | None = None) -> dict:
             args.dataset, args.text_column, args.summary_column, args.validation_file, None
         )
     except (ModelLoadError, ValueError, OSError) as error:
-        sys.exit(f"error: {error_line(error)}")
+        raise user_exit(PROGRAM, error_line(error)) from None
     if "validation" not in corpus:
-        sys.exit(f"error: {args.dataset} has no validation split to tune on (give --validation-file)")
+        raise user_exit(PROGRAM, f"{args.dataset} has no validation split to tune on (give --validation-file)")
     items = corpus["validation"]
     if args.max_items is not None:
         items = items.select(range(min(args.max_items, len(items))))
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
                 for row in tune_decoding(model, tokenizer, items, grid, limit, key=args.choose_by)[1]
             ]
     except ValueError as error:
-        sys.exit(f"error: {error_line(error)}")
+        raise user_exit(PROGRAM, error_line(error)) from None
     chosen = max(rows, key=lambda row: row[args.choose_by])  # max keeps the first of equal rows
     names = (["whole_word_copy"] if args.whole_word_copy else []) + list(grid)
     print(table(rows, names))

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 from hf_vanilla_cli import main
 
-from runs import tiny_model
+from runs import recipe, tiny_model
 
 
 def hf_vanilla(*args: str) -> subprocess.CompletedProcess:
@@ -227,14 +227,24 @@ def test_summarize_flags_override_the_models_decoding(summarization_folder, summ
     assert cut == long.split()[::-1][:8]  # at most 8
 
 
-def test_summarize_spells_the_length_flags_as_the_recipe_does():
-    """`--min-new-tokens`/`--max-new-tokens`, the recipe's and tune_summary_decoding's names; no other spelling."""
+def test_summarize_spells_the_length_flags_as_the_recipe_does(capsys):
+    """`--min-new-tokens`/`--max-new-tokens` in `hf-vanilla summarize`, recipes/summarize.py and
+    tune_summary_decoding.py alike, each parser read; no other spelling (`--min-length`) in any of them."""
+    from hf_vanilla.training.flags import parse_settings
     from hf_vanilla_cli import build_parser
 
-    args = build_parser().parse_args(["summarize", "model", "--min-new-tokens", "3", "--max-new-tokens", "9"])
-    assert (args.min_new_tokens, args.max_new_tokens) == (3, 9)
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["summarize", "model", "--min-length", "3"])
+    lengths = ["--min-new-tokens", "3", "--max-new-tokens", "9"]
+    readers = {
+        "hf-vanilla summarize": lambda argv: build_parser().parse_args(["summarize", "model", *argv]),
+        "recipes/summarize.py": lambda argv: parse_settings(recipe("summarize").Arguments, argv),
+        "tune_summary_decoding.py": lambda argv: recipe("tune_summary_decoding").parse_args(["--model", "m", *argv]),
+    }
+    for name, read in readers.items():
+        args = read(lengths)
+        assert (args.min_new_tokens, args.max_new_tokens) in ((3, 9), ([3], [9])), name  # tuning: lists of values
+        with pytest.raises(SystemExit):
+            read(["--min-length", "3"])
+        assert "--min-length" in capsys.readouterr().err, name
 
 
 def test_summarize_reads_a_long_document_up_to_the_limit_with_a_warning(

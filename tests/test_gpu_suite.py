@@ -207,7 +207,12 @@ def test_compiled_training_has_no_graph_breaks():
     model = compare_marian.vanilla_model("tiny", 300)
     source = compare_marian.english_batches(8, 2, 300)
     figures = compare_marian.training_speed(
-        model, source, source.roll(1, 0), torch.device("cpu"), torch.float32, 1, True, "aot_eager"
+        model,
+        source,
+        source.roll(1, 0),
+        compare_marian.Runtime(torch.device("cpu"), torch.float32, "aot_eager"),
+        1,
+        True,
     )
     assert figures["compiled_graphs"] >= 1 and figures["graph_breaks"] == 0
     assert figures["train_tokens_per_s"] > 0

@@ -50,3 +50,42 @@ def test_tests_in_a_folder_mirror_a_module_of_the_package():
         if not (PACKAGE / path.parent.name / f"{path.stem.removeprefix('test_')}.py").is_file()
     ]
     assert not orphans, orphans
+
+
+def top_level_imports(tree: ast.Module) -> set[str]:
+    """The names a module binds by its own top-level imports."""
+    return {
+        (alias.asname or alias.name).split(".")[0]
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+
+
+def test_names_are_imported_from_their_home_module():
+    """A name is imported from the module that defines it, not through another module that imports it (a re-export
+    nobody needs; a package's `__init__`, its public face, is the exception)."""
+    root = PACKAGE.parent
+    files = [*PACKAGE.rglob("*.py"), *(root / "recipes").glob("*.py"), *(root / "benchmarks").rglob("*.py")]
+    files += [*(root / "tests").rglob("*.py"), root / "hf_vanilla_cli.py"]
+    borrowed = []
+    for path in files:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = ["hf_vanilla", *path.relative_to(PACKAGE).parent.parts][: -node.level + 1 or None]
+                module = [*base, *(node.module.split(".") if node.module else [])]
+            else:
+                module = (node.module or "").split(".")
+            source = root.joinpath(*module).with_suffix(".py")
+            if module[0] != "hf_vanilla" or not source.is_file():  # outside the package, or a package's __init__
+                continue
+            passed_on = top_level_imports(ast.parse(source.read_text()))
+            borrowed += [
+                f"{path.relative_to(root)}:{node.lineno} {alias.name} from {'.'.join(module)}"
+                for alias in node.names
+                if alias.name in passed_on
+            ]
+    assert not borrowed, borrowed

@@ -22,12 +22,12 @@ from transformers import AutoTokenizer
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.cards import check_card, expected_metrics
-from hf_vanilla.data.encoding import encode_truncated_pairs, truncate_ids
+from hf_vanilla.data.encoding import encode_truncated_pairs
 from hf_vanilla.decoding import generate_texts, recorded_input_limit
 from hf_vanilla.evaluation import summarization
 from hf_vanilla.evaluation.rouge import compute_rouge
 from hf_vanilla.hub import build_hub_folder
-from hf_vanilla.tokenization import word_continuation_ids
+from hf_vanilla.tokenization import truncate_ids, word_continuation_ids
 from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.host_memory import allocator_chosen_by_user

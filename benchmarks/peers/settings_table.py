@@ -75,9 +75,12 @@ class Row:
 
 def fairseq_rows(s: dict) -> list[Row]:
     """The side-by-side table of fairseq 0.12 (`transformer` arch, `label_smoothed_cross_entropy`, `adam`,
-    `inverse_sqrt`) against the settings `s` (`demo_settings`)."""
-    betas = f"({s['adam_betas'][0]}, {s['adam_betas'][1]})"
-    schedule = f"{s['lr_scale']} * d^-0.5 * min(n^-0.5, n w^-1.5), peak {s['peak_lr']:.6g}"
+    `inverse_sqrt`) against the settings `s` (`demo_settings`): the model's rows, training's, then decoding's."""
+    return [*_model_rows(s), *_training_rows(s), *_decoding_rows(s)]
+
+
+def _model_rows(s: dict) -> list[Row]:
+    """The architecture, its regularisation and its vocabulary."""
     return [
         Row("encoder layers", str(s["encoder_layers"]), f"--encoder-layers {s['encoder_layers']}"),
         Row("decoder layers", str(s["decoder_layers"]), f"--decoder-layers {s['decoder_layers']}"),
@@ -108,6 +111,14 @@ def fairseq_rows(s: dict) -> list[Row]:
             f"shared byte-level BPE, {s['vocab_size']} pieces",
             f"the same pieces (dict.txt of the {s['vocab_size'] - 4} non-special pieces + fairseq's 4 specials)",
         ),
+    ]
+
+
+def _training_rows(s: dict) -> list[Row]:
+    """The optimiser, its schedule, the batches, checkpoints, validation, averaging and initialisation."""
+    betas = f"({s['adam_betas'][0]}, {s['adam_betas'][1]})"
+    schedule = f"{s['lr_scale']} * d^-0.5 * min(n^-0.5, n w^-1.5), peak {s['peak_lr']:.6g}"
+    return [
         Row("Adam betas", betas, f"--optimizer adam --adam-betas '{betas}'"),
         Row("Adam eps", str(s["adam_eps"]), f"--adam-eps {s['adam_eps']}"),
         Row("weight decay, clipping", "none", "--weight-decay 0 --clip-norm 0 (defaults)"),
@@ -159,6 +170,12 @@ def fairseq_rows(s: dict) -> list[Row]:
             "fairseq has no flag for another initialisation",
             matched=False,
         ),
+    ]
+
+
+def _decoding_rows(s: dict) -> list[Row]:
+    """The beam search, its length rules and batches, and the pairs each split keeps."""
+    return [
         Row("beam", str(s["num_beams"]), f"--beam {s['num_beams']}"),
         Row(
             "length penalty",

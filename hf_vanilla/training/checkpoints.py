@@ -34,7 +34,8 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from .collectives import agreed_failure, error_line
+from ..errors import error_line
+from .collectives import agreed_failure
 
 if TYPE_CHECKING:
     from .run_folder import RunFolder
@@ -166,13 +167,12 @@ def save_checkpoint(
     trainable: Trainable,
     tokenizer,
     state: dict,
-    keep_last: int,
     run: "RunFolder | None" = None,
 ) -> Path:
     """Writes `checkpoint-STEP` (see the module docstring), its manifest naming `run` (`training.run_folder`),
-    atomically and durably, then keeps the newest `keep_last` complete checkpoints of that run. Every process takes
-    part (gathering shards); the main process writes the shared files. A failed write removes the unfinished folder
-    and is a `CheckpointError` on every process; the checkpoints saved before are untouched."""
+    atomically and durably (`keep_newest_checkpoints` then removes the older ones). Every process takes part
+    (gathering shards); the main process writes the shared files. A failed write removes the unfinished folder and
+    is a `CheckpointError` on every process; the checkpoints saved before are untouched."""
     output_dir, model, optimizer, scheduler = Path(output_dir), *trainable.parts()
     final = output_dir / f"{PREFIX}{step:08d}"
     temporary = output_dir / f".tmp-{PREFIX}{step:08d}"
@@ -211,12 +211,18 @@ def save_checkpoint(
         if accelerator.is_main_process:
             shutil.rmtree(temporary, ignore_errors=True)
         raise CheckpointError(f"{error}; the checkpoints saved before are intact") from None
-    with _agreed(accelerator, f"saved {final.name}, but could not remove the older checkpoints of {output_dir}"):
+    return final
+
+
+def keep_newest_checkpoints(accelerator: Accelerator, saved: Path, keep_last: int, run: "RunFolder | None") -> None:
+    """Removes all but the newest `keep_last` complete checkpoints of `run` (0: keeps all) beside `saved`, the one
+    just written; a failure is a `CheckpointError` on every process."""
+    output_dir = saved.parent
+    with _agreed(accelerator, f"saved {saved.name}, but could not remove the older checkpoints of {output_dir}"):
         if accelerator.is_main_process:
             owned = list_checkpoints(output_dir, run.owns if run is not None else None)
             for old in owned[:-keep_last] if keep_last > 0 else []:
                 shutil.rmtree(old)
-    return final
 
 
 def _inner(optimizer) -> torch.optim.Optimizer:

@@ -1,7 +1,8 @@
 """A recipe's command line, read from its settings dataclass (`training.arguments.RunSettings` or a subclass): one
 flag a field, spelt with dashes (`--max-steps`; the underscore spelling `--max_steps` that HfArgumentParser took is
-accepted too, unlisted), a switch pair for each yes/no field (`--resume` / `--no-resume`), the field's help with its
-one default, and argparse's own errors (exit 2), with the closest flag suggested for a misspelt one."""
+accepted too, as the end of `--help` says: `UNDERSCORE_SPELLINGS`), a switch pair for each yes/no field (`--resume` /
+`--no-resume`), the field's help with its one default, and argparse's own errors (exit 2), with the closest flag
+suggested for a misspelt one."""
 
 import argparse
 import dataclasses
@@ -12,6 +13,12 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 Settings = TypeVar("Settings")
+
+# The end of every recipe's --help: the old spellings a command written for HfArgumentParser uses still work.
+UNDERSCORE_SPELLINGS = (
+    "Every flag is also accepted with underscores for dashes, as HfArgumentParser spelt it (--max_steps for "
+    "--max-steps); a switch's underscore form (--torch_compile) turns it on."
+)
 
 
 def _value_type(annotation) -> type:
@@ -48,7 +55,7 @@ class SettingsParser(argparse.ArgumentParser):
 
 def settings_parser(cls: type, description: str | None = None, prog: str | None = None) -> SettingsParser:
     """The command line of the settings dataclass `cls` (every field that `__init__` takes)."""
-    parser = SettingsParser(description=description, prog=prog)
+    parser = SettingsParser(description=description, prog=prog, epilog=UNDERSCORE_SPELLINGS)
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
         if not field.init:
@@ -60,7 +67,7 @@ def settings_parser(cls: type, description: str | None = None, prog: str | None 
         else:
             options = dict(type=kind, metavar=field.name.upper())
         parser.add_argument(flag, dest=field.name, default=field.default, help=_help(field), **options)
-        if "_" in field.name:  # HfArgumentParser's spelling, still accepted, not listed
+        if "_" in field.name:  # HfArgumentParser's spelling, still accepted, said once (the epilog), not listed
             alias = dict(options)
             if kind is bool:
                 alias = dict(action="store_const", const=True)

@@ -17,7 +17,14 @@ from tqdm.auto import tqdm
 from ..data.batching import TokenBudgetBatchSampler
 from ..data.encoding import EncodedPairs
 from .arguments import RunSettings
-from .checkpoints import Trainable, latest_valid_checkpoint, load_checkpoint, save_checkpoint, save_model_folder
+from .checkpoints import (
+    Trainable,
+    keep_newest_checkpoints,
+    latest_valid_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    save_model_folder,
+)
 from .collectives import StepError, agreed_failure, any_process
 from .context import RunContext, TrainingResult
 from .interrupts import RunInterrupted, StopSignals
@@ -344,16 +351,16 @@ class TrainingLoop:
     def checkpoint(self) -> None:
         """checkpoint-STEP, with the progress so far (`training.checkpoints.save_checkpoint`)."""
         self.progress.train_seconds = self.elapsed()
-        save_checkpoint(
+        saved = save_checkpoint(
             self.accelerator,
             self.context.output_dir,
             self.progress.step,
             self.trainable,
             self.context.tokenizer,
             self.progress.state_dict(),
-            self.settings.keep_last,
             self.context.folder,
         )
+        keep_newest_checkpoints(self.accelerator, saved, self.settings.keep_last, self.context.folder)
 
     def result(self) -> TrainingResult:
         progress = self.progress

@@ -55,6 +55,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from ..data.copyable import copyable_tokens
 from ..data.encoding import EncodedPairs, encode_truncated_pairs
+from ..errors import error_line, user_exit
 from ..evaluation import Evaluation
 from ..modeling_vanilla import VanillaTransformerForConditionalGeneration
 from ..tokenization import (
@@ -70,7 +71,7 @@ from ..tokenization import (
 from .accelerator import create_accelerator
 from .arguments import RunSettings, resolve
 from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
-from .collectives import StepError, agreed_failure, broadcast_value, error_line
+from .collectives import StepError, agreed_failure, broadcast_value
 from .context import RunContext, TrainingResult
 from .host_memory import apply_host_malloc
 from .interrupts import RunInterrupted, interrupting
@@ -114,7 +115,7 @@ def run_recipe(main: Callable, args, name: str):
         with interrupting(raises=first_process):
             return main(args)
     except USER_ERRORS as error:
-        raise SystemExit(f"{name}: {error}" if first_process else 1) from None
+        raise (user_exit(name, str(error)) if first_process else SystemExit(1)) from None
     except RunInterrupted as stop:  # a stop signal outside the training loop's updates: one line, no traceback
         if first_process:
             print(f"{name}: {stop.line()}", file=sys.stderr, flush=True)

@@ -111,6 +111,12 @@ def test_a_save_that_fails_for_lack_of_space_keeps_the_earlier_checkpoints(tmp_p
     verify_checkpoint(tmp_path / "checkpoint-00000002")
 
 
+def test_a_run_keeps_only_its_newest_checkpoints(tmp_path):
+    """--keep-last 2 over checkpoints at updates 2, 4 and 6: the older one goes once the newest is saved."""
+    run_loop(tmp_path, 6, keep_last=2, average_last=2)
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["checkpoint-00000004", "checkpoint-00000006"]
+
+
 @pytest.mark.slow
 def test_a_real_file_size_limit_stops_the_recipe_with_one_line(tmp_path):
     """RLIMIT_FSIZE set on the running recipe after its first checkpoint: the next file too large to write."""

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from hf_vanilla.training.flags import parse_settings, settings_parser
+from hf_vanilla.training.flags import UNDERSCORE_SPELLINGS, parse_settings, settings_parser
 
 from runs import recipe
 
@@ -36,6 +36,17 @@ def test_flags_are_dashed_switches_pair_and_the_underscore_spelling_still_works(
     assert (given.max_steps, given.eval_every, given.torch_compile) == (7, 3, True)
     with pytest.raises(SystemExit):
         parse_settings(arguments, ["--max-steps", "seven"])
+
+
+def test_help_says_that_the_underscore_spellings_are_accepted(capsys):
+    """A user of a command written for HfArgumentParser (`--max_steps`) reads in --help that it still works, once,
+    not as a second list of flags."""
+    for name in ("wmt_ende", "ptb_parse", "summarize"):
+        with pytest.raises(SystemExit):
+            parse_settings(recipe(name).Arguments, ["--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert text.endswith(UNDERSCORE_SPELLINGS), text[-300:]
+        assert "--max_steps for --max-steps" in text and text.count("--max_steps") == 1
 
 
 def test_help_lists_every_flag_once_with_help_and_at_most_one_default():
