@@ -6,7 +6,8 @@ Importing the package registers the model with the Auto classes, and marks its c
 
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
-from .configuration_vanilla import DECODING, PRESETS, SIZES, TASKS, VanillaTransformerConfig
+from .configuration_vanilla import PRESETS, SIZES, TASKS, VanillaTransformerConfig
+from .decoding_settings import DECODING
 from .modeling_vanilla import (
     VanillaPreTrainedModel,
     VanillaTransformerForConditionalGeneration,

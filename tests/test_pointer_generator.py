@@ -663,7 +663,8 @@ def test_the_rows_length_bounds_reach_generate(summarization_model, monkeypatch)
     """A row with other bounds, made the generation config by `from_model_config`, bounds the outputs: at most
     max_new_tokens tokens (the reversal of 10 symbols is cut to 4), at least min_new_tokens (that of 3 grows to 8).
     The sources are ones the model is checked to reverse under its row (`reversed_text`)."""
-    from hf_vanilla.configuration_vanilla import DECODING, VanillaGenerationConfig
+    from hf_vanilla.configuration_vanilla import VanillaGenerationConfig
+    from hf_vanilla.decoding_settings import DECODING
 
     short, long = (reversed_text(summarization_model, texts, {}) for texts in (SHORT, LONG))
     assert [len(tokens) for tokens in summaries(summarization_model, [short, long])] == [3, 10]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
-from hf_vanilla.configuration_vanilla import DECODING
+from hf_vanilla.decoding_settings import DECODING
 from hf_vanilla.generation_vanilla import SourceLicensedStutterLogitsProcessor
 
 from reversal import decoded, reversal_batch
