@@ -101,9 +101,10 @@ def test_every_setting_of_the_demo_preset_is_in_the_table_and_fairseq_s_flags():
     assert not rows["length penalty"].matched and "GNMT" in rows["length penalty"].hf_vanilla
     assert "length normalization" in rows["length penalty"].peer
     rendered = table.render(list(rows.values()), "fairseq")
-    assert (
-        rendered.splitlines()[-1] == "fairseq cannot match: learning rate, batching, initialisation, length penalty."
+    assert rendered.splitlines()[-1] == (
+        "fairseq cannot match: learning rate, batching, validation, initialisation, length penalty."
     )
+    assert not rows["validation"].matched and "every 100 updates" in rows["validation"].note
 
 
 def test_a_short_check_overrides_only_the_budget():

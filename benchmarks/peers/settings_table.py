@@ -155,6 +155,9 @@ def _training_rows(s: dict) -> list[Row]:
             "validation",
             f"loss every {s['eval_every']} updates",
             f"--validate-interval-updates {s['eval_every']} --validate-interval 1000000 (none at epoch ends)",
+            f"fairseq also validates at every mid-epoch checkpoint save (train.py's validate_and_save), so every "
+            f"{s['save_every']} updates: wall time, not training, differs",
+            matched=False,
         ),
         Row(
             "averaging",
