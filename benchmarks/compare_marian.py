@@ -348,7 +348,7 @@ def run_record(results: dict, setting: dict, device: torch.device, target_tokens
         "date": datetime.date.today().isoformat(),
         "setting": setting,
         "train": {
-            setting["preset"]: {
+            setting["model_size"]: {
                 "tokens_per_second": ours.get("train_tokens_per_s"),
                 "mfu": ours.get("mfu"),
                 "peak_memory_mib": ours.get("peak_memory_mib"),
@@ -377,7 +377,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    parser.add_argument("--preset", default="base", choices=sorted(SIZES), help="Model size (hf_vanilla.SIZES).")
+    parser.add_argument(
+        "--model-size",
+        "--preset",
+        dest="model_size",
+        default="base",
+        choices=sorted(SIZES),
+        help="Model size (hf_vanilla.SIZES); --preset is its former spelling.",
+    )
     parser.add_argument("--vocab-size", type=int, default=VOCAB, help="One shared vocabulary (default 32,000).")
     parser.add_argument("--batch-size", type=int, default=16, help="Training batch (sentences).")
     parser.add_argument("--length", type=int, default=32, help="Source and target tokens per training sentence.")
@@ -420,12 +427,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def compared_models(args: argparse.Namespace) -> dict:
     """The models side by side, by column name: hf_vanilla, Marian with its weights, then the chunked and FSMT."""
-    vanilla = vanilla_model(args.preset, args.vocab_size)
+    vanilla = vanilla_model(args.model_size, args.vocab_size)
     models = {"hf_vanilla": vanilla, "MarianMTModel": to_marian(vanilla)}
     if args.loss_chunk_tokens and set(args.parts) & {"train", "memory"}:
-        models[CHUNKED] = vanilla_model(args.preset, args.vocab_size, args.loss_chunk_tokens)
+        models[CHUNKED] = vanilla_model(args.model_size, args.vocab_size, args.loss_chunk_tokens)
     if not args.skip_fsmt:
-        models["FSMT"] = fsmt_model(args.preset, args.vocab_size)
+        models["FSMT"] = fsmt_model(args.model_size, args.vocab_size)
     return models
 
 
@@ -456,7 +463,7 @@ def model_figures(name: str, model, source, target, args: argparse.Namespace) ->
         figures.update(training_speed(model, source, target, runtime, args.train_steps, name.startswith("hf_vanilla")))
     if "memory" in parts and device.type == "cpu":
         figures["peak_memory_mib"] = cpu_peak_memory(
-            name, args.batch_size, args.length, args.preset, args.vocab_size, args.loss_chunk_tokens
+            name, args.batch_size, args.length, args.model_size, args.vocab_size, args.loss_chunk_tokens
         )
     if "decode" in parts and name != CHUNKED:  # in eval, the chunked model is hf_vanilla itself
         figures.update(decoding_figures(model, args, Runtime(device, dtype, args.decode_compile_backend)))

@@ -3,10 +3,10 @@ with transformers' `DynamicCache` (which copies the whole self-attention cache i
 again when the beams are reordered), in one process, with the same model and inputs; the outputs must be the same.
 
     python benchmarks/decoding_cache.py                                     # parsing-shaped: beam 21, 120 tokens
-    python benchmarks/decoding_cache.py --beams 4 --new-tokens 40 --sources 64 --source-tokens 30 --model-preset base
+    python benchmarks/decoding_cache.py --beams 4 --new-tokens 40 --sources 64 --source-tokens 30 --model-size base
     python benchmarks/decoding_cache.py --model runs/ptb_parse/final --sentences words.txt    # a trained parser
 
-Without `--model`, an untrained `--model-preset` model decodes `--sources` random sources of `--source-tokens` tokens,
+Without `--model`, an untrained `--model-size` model decodes `--sources` random sources of `--source-tokens` tokens,
 exactly `--new-tokens` tokens each (min = max new tokens: an untrained model stops anywhere). With `--model` and
 `--sentences` (one sentence a line), a trained model decodes them as the CLI does (`generate_texts`, a parser
 `parse_texts` under its tree grammar), which is the demo's own work. Each repeat times both caches back to back, the
@@ -36,7 +36,7 @@ CACHES = ("VanillaDecodingCacheLayer", "DynamicCache")
 def synthetic_decoder(args: argparse.Namespace):
     """A function decoding with one of CACHES: an untrained model on random sources, a fixed number of tokens."""
     torch.manual_seed(args.seed)
-    config = VanillaTransformerConfig.from_size(args.model_preset, vocab_size=args.vocab_size)
+    config = VanillaTransformerConfig.from_size(args.model_size, vocab_size=args.vocab_size)
     model = VanillaTransformerForConditionalGeneration(config).eval()
     sources = torch.randint(4, args.vocab_size, (args.sources, args.source_tokens))
 
@@ -79,7 +79,14 @@ def caching(model, cache: str):
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model-preset", default="demo", choices=["tiny", "demo", "base"])
+    parser.add_argument(
+        "--model-size",
+        "--model-size",
+        dest="model_size",
+        default="demo",
+        choices=["tiny", "demo", "base"],
+        help="Model size (hf_vanilla.SIZES); --model-size is its former spelling.",
+    )
     parser.add_argument("--vocab-size", type=int, default=4000)
     parser.add_argument("--beams", type=int, default=21, help="Beam size (parsing: 21).")
     parser.add_argument("--sources", type=int, default=30, help="Sources decoded in one batch (a file's first N).")
@@ -108,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
             start = time.perf_counter()
             decode(cache)
             seconds[cache].append(time.perf_counter() - start)
-    what = f"{args.model} on {args.sentences}" if args.model else f"untrained {args.model_preset}"
+    what = f"{args.model} on {args.sentences}" if args.model else f"untrained {args.model_size}"
     print(f"\n{what}; {torch.get_num_threads()} threads; {args.repeats} paired repeats; seconds (min / median / max)")
     print(f"| {' | '.join(CACHES)} | ratio of medians |")
     print("|---|---|---|")

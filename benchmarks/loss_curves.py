@@ -105,7 +105,14 @@ def summary(curves: dict[str, list[float]]) -> dict:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--preset", default="base", choices=sorted(SIZES), help="Model size (hf_vanilla.SIZES).")
+    parser.add_argument(
+        "--model-size",
+        "--preset",
+        dest="model_size",
+        default="base",
+        choices=sorted(SIZES),
+        help="Model size (hf_vanilla.SIZES); --preset is its former spelling.",
+    )
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--steps", type=int, default=200, help="Updates per run.")
     parser.add_argument("--batch-size", type=int, default=96, help="Sentences per batch (~2,700 tokens a side).")
@@ -124,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     device = torch.device(args.device)
     config = VanillaTransformerConfig.from_size(
-        args.preset,
+        args.model_size,
         vocab_size=args.vocab_size,
         pad_token_id=PAD,
         bos_token_id=BOS,

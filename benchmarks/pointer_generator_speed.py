@@ -2,7 +2,7 @@
 one process, on summarization-shaped data.
 
     python benchmarks/pointer_generator_speed.py                                  # demo size, CPU
-    python benchmarks/pointer_generator_speed.py --model-preset base --device cuda --dtype bfloat16 --repeats 7 \
+    python benchmarks/pointer_generator_speed.py --model-size base --device cuda --dtype bfloat16 --repeats 7 \
         --json pointer_generator_speed.json
 
 Both models get the same weights (the copy model adds only its gate) and the same data: `--documents` synthetic
@@ -125,7 +125,14 @@ def spread(values: list[float]) -> dict[str, float]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model-preset", default="demo", choices=["tiny", "demo", "base"], help="Model size.")
+    parser.add_argument(
+        "--model-size",
+        "--model-preset",
+        dest="model_size",
+        default="demo",
+        choices=["tiny", "demo", "base"],
+        help="Model size (hf_vanilla.SIZES); --model-preset is its former spelling.",
+    )
     parser.add_argument("--vocab-size", type=int, default=32000, help="One shared vocabulary (default 32,000).")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="autocast")
@@ -163,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
         padded(documents[i : i + args.decode_batch]).to(device) for i in range(0, len(documents), args.decode_batch)
     ]
     decode_tokens = len(documents) * args.new_tokens
-    models = build_models(args.model_preset, args.vocab_size, args.seed)
+    models = build_models(args.model_size, args.vocab_size, args.seed)
     optimizers = {}
     for name, model in models.items():
         model.to(device)
@@ -185,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
 
     results = {}
     print(
-        f"\n{args.model_preset}, vocabulary {args.vocab_size}, {args.device} {args.dtype}, {torch.get_num_threads()} "
+        f"\n{args.model_size}, vocabulary {args.vocab_size}, {args.device} {args.dtype}, {torch.get_num_threads()} "
         f"threads; {args.repeats} paired repeats; tokens/s (min / median / max)"
     )
     print(f"| part | {' | '.join(MODELS)} | copy / plain (medians) |")

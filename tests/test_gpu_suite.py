@@ -180,7 +180,7 @@ def test_compare_marian_refuses_bad_options(capsys):
 
 def test_compare_marian_chunked_column_and_static_cache_on_cpu(tmp_path):
     out = tmp_path / "figures.json"
-    command = [sys.executable, str(BENCHMARKS / "compare_marian.py"), "--preset", "tiny", "--vocab-size", "300"]
+    command = [sys.executable, str(BENCHMARKS / "compare_marian.py"), "--model-size", "tiny", "--vocab-size", "300"]
     command += ["--batch-size", "4", "--length", "8", "--train-steps", "1", "--new-tokens", "3", "--repeats", "1"]
     command += ["--parts", "train,decode", "--loss-chunk-tokens", "8", "--cache", "static", "--skip-fsmt"]
     subprocess.run([*command, "--json", str(out)], check=True, capture_output=True, timeout=120)
