@@ -19,9 +19,9 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from accelerate import Accelerator
@@ -36,9 +36,6 @@ from torch.distributed.checkpoint.state_dict import (
 
 from ..errors import error_line
 from .collectives import agreed_failure
-
-if TYPE_CHECKING:
-    from .run_folder import RunFolder
 
 PREFIX = "checkpoint-"
 STATE_FILE = "trainer_state.json"
@@ -167,9 +164,9 @@ def save_checkpoint(
     trainable: Trainable,
     tokenizer,
     state: dict,
-    run: "RunFolder | None" = None,
+    run_id: str | None = None,
 ) -> Path:
-    """Writes `checkpoint-STEP` (see the module docstring), its manifest naming `run` (`training.run_folder`),
+    """Writes `checkpoint-STEP` (see the module docstring), its manifest naming the run `run_id` (`RunFolder.run_id`),
     atomically and durably (`keep_newest_checkpoints` then removes the older ones). Every process takes part
     (gathering shards); the main process writes the shared files. A failed write removes the unfinished folder and
     is a `CheckpointError` on every process; the checkpoints saved before are untouched."""
@@ -201,7 +198,7 @@ def save_checkpoint(
             save_file(_rng_state(), str(temporary / f"rng-{accelerator.process_index}.safetensors"))
         with _agreed(accelerator, f"could not save {final.name} in {output_dir}"):
             if accelerator.is_main_process:
-                _write_manifest(temporary, run.run_id if run is not None else None)
+                _write_manifest(temporary, run_id)
                 _fsync_tree(temporary)
                 if final.exists():
                     shutil.rmtree(final)
@@ -214,14 +211,16 @@ def save_checkpoint(
     return final
 
 
-def keep_newest_checkpoints(accelerator: Accelerator, saved: Path, keep_last: int, run: "RunFolder | None") -> None:
-    """Removes all but the newest `keep_last` complete checkpoints of `run` (0: keeps all) beside `saved`, the one
-    just written; a failure is a `CheckpointError` on every process."""
+def keep_newest_checkpoints(
+    accelerator: Accelerator, saved: Path, keep_last: int, owned: Callable[[Path], bool] | None = None
+) -> None:
+    """Removes all but the newest `keep_last` complete checkpoints beside `saved`, the one just written, of those
+    `owned` (`RunFolder.owns`: the run's own; 0 keeps all); a failure is a `CheckpointError` on every process."""
     output_dir = saved.parent
     with _agreed(accelerator, f"saved {saved.name}, but could not remove the older checkpoints of {output_dir}"):
         if accelerator.is_main_process:
-            owned = list_checkpoints(output_dir, run.owns if run is not None else None)
-            for old in owned[:-keep_last] if keep_last > 0 else []:
+            kept = list_checkpoints(output_dir, owned)
+            for old in kept[:-keep_last] if keep_last > 0 else []:
                 shutil.rmtree(old)
 
 

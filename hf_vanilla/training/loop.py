@@ -351,6 +351,7 @@ class TrainingLoop:
     def checkpoint(self) -> None:
         """checkpoint-STEP, with the progress so far (`training.checkpoints.save_checkpoint`)."""
         self.progress.train_seconds = self.elapsed()
+        folder = self.context.folder  # the run writing the folder (`training.run_folder`)
         saved = save_checkpoint(
             self.accelerator,
             self.context.output_dir,
@@ -358,9 +359,9 @@ class TrainingLoop:
             self.trainable,
             self.context.tokenizer,
             self.progress.state_dict(),
-            self.context.folder,
+            folder.run_id if folder is not None else None,
         )
-        keep_newest_checkpoints(self.accelerator, saved, self.settings.keep_last, self.context.folder)
+        keep_newest_checkpoints(self.accelerator, saved, self.settings.keep_last, folder.owns if folder else None)
 
     def result(self) -> TrainingResult:
         progress = self.progress
