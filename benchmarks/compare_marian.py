@@ -43,7 +43,7 @@ from hf_vanilla import SIZES, VanillaTransformerConfig, VanillaTransformerForCon
 from hf_vanilla.convert import to_marian
 from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
 
-from flag_checks import require_at_least
+from flag_checks import add_model_size, require_at_least
 
 SHARED_DATA = (
     Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -377,14 +377,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    parser.add_argument(
-        "--model-size",
-        "--preset",
-        dest="model_size",
-        default="base",
-        choices=sorted(SIZES),
-        help="Model size (hf_vanilla.SIZES); --preset is its former spelling.",
-    )
+    add_model_size(parser, "--preset", "base", sorted(SIZES))
     parser.add_argument("--vocab-size", type=int, default=VOCAB, help="One shared vocabulary (default 32,000).")
     parser.add_argument("--batch-size", type=int, default=16, help="Training batch (sentences).")
     parser.add_argument("--length", type=int, default=32, help="Source and target tokens per training sentence.")

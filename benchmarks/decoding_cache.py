@@ -28,7 +28,7 @@ from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditiona
 from hf_vanilla.decoding import generate_texts, load_for_decoding, model_task, parse_texts
 from hf_vanilla.errors import user_exit
 
-from flag_checks import require_at_least
+from flag_checks import add_model_size, require_at_least
 
 CACHES = ("VanillaDecodingCacheLayer", "DynamicCache")
 
@@ -79,14 +79,7 @@ def caching(model, cache: str):
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--model-size",
-        "--model-size",
-        dest="model_size",
-        default="demo",
-        choices=["tiny", "demo", "base"],
-        help="Model size (hf_vanilla.SIZES); --model-size is its former spelling.",
-    )
+    add_model_size(parser, "--model-preset", "demo", ["tiny", "demo", "base"])
     parser.add_argument("--vocab-size", type=int, default=4000)
     parser.add_argument("--beams", type=int, default=21, help="Beam size (parsing: 21).")
     parser.add_argument("--sources", type=int, default=30, help="Sources decoded in one batch (a file's first N).")

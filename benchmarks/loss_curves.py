@@ -33,7 +33,7 @@ import torch
 from hf_vanilla import SIZES, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.training.schedule import paper_optimizer, paper_scheduler
 
-from flag_checks import require_at_least
+from flag_checks import add_model_size, require_at_least
 
 PAD, BOS, EOS = 0, 1, 2
 PRECISIONS = ("fp32", "bf16")
@@ -105,14 +105,7 @@ def summary(curves: dict[str, list[float]]) -> dict:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument(
-        "--model-size",
-        "--preset",
-        dest="model_size",
-        default="base",
-        choices=sorted(SIZES),
-        help="Model size (hf_vanilla.SIZES); --preset is its former spelling.",
-    )
+    add_model_size(parser, "--preset", "base", sorted(SIZES))
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--steps", type=int, default=200, help="Updates per run.")
     parser.add_argument("--batch-size", type=int, default=96, help="Sentences per batch (~2,700 tokens a side).")

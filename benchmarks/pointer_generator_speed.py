@@ -28,7 +28,7 @@ from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditiona
 from hf_vanilla.data.batching import TokenBudgetBatchSampler
 from hf_vanilla.errors import user_exit
 
-from flag_checks import require_at_least
+from flag_checks import add_model_size, require_at_least
 
 PAD, BOS, EOS = 0, 1, 2
 SOURCE_LENGTHS, TARGET_LENGTHS = (120, 400), (10, 60)
@@ -125,14 +125,7 @@ def spread(values: list[float]) -> dict[str, float]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--model-size",
-        "--model-preset",
-        dest="model_size",
-        default="demo",
-        choices=["tiny", "demo", "base"],
-        help="Model size (hf_vanilla.SIZES); --model-preset is its former spelling.",
-    )
+    add_model_size(parser, "--model-preset", "demo", ["tiny", "demo", "base"])
     parser.add_argument("--vocab-size", type=int, default=32000, help="One shared vocabulary (default 32,000).")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="autocast")
