@@ -148,10 +148,12 @@ def test_a_record_holds_every_figure_and_is_refused_without_one(tmp_path):
     assert path.name == f"peers-translation-fairseq-seed1-{datetime.date.today().isoformat()}.json"
     assert json.loads(path.read_text()) == record
     for broken in ({k: v for k, v in record.items() if k != "wall_s"}, {**record, "quality": 12.3},
-                   {**record, "system": "marian"}):  # fmt: skip
+                   {**record, "system": "marian"}, {**record, "system": "opennmt"}):  # fmt: skip
         with pytest.raises(ValueError, match="not a peer record"):
             record_module.write_record(broken, tmp_path / "refused")
     assert not (tmp_path / "refused").exists()
+    for variant in ("opennmt-py", "fairseq-no-copy", "sockeye"):
+        assert record_module.write_record({**record, "system": variant}, tmp_path).exists()
 
 
 def test_the_install_lines_are_pinned():

@@ -2,13 +2,10 @@
 test split. Every step is a command of the peer's own environment; the figures come from its logs."""
 
 import json
-import os
 import re
-import subprocess
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from peer_process import PeerJob, PeerRun, environment, run_logged
 from settings_table import fairseq_generate_flags, fairseq_train_flags
 
 # fairseq's averaging script, from its repository (scripts/average_checkpoints.py), is not in every installed
@@ -32,42 +29,6 @@ state["model"] = collections.OrderedDict((k, (v / len(paths)).to(state["model"][
 torch.save(state, output)
 print("averaged", *[p.name for p in paths])
 """
-
-
-@dataclass
-class FairseqRun:
-    """What a fairseq run produced: hypotheses in test order (pieces), and its timings and logged figures."""
-
-    hypotheses: list[str]
-    train_seconds: float
-    train_stats: dict
-    decode_seconds: float
-    decode_sentences_per_s: float
-    averaged: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
-
-
-def environment(threads: int | None) -> dict:
-    """The peer's environment variables: torch >= 2.6 loads fairseq's pickled checkpoints only with
-    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD; `threads` caps its CPU threads."""
-    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
-    env.pop("PYTHONPATH", None)  # the peer sees its own packages, not hf_vanilla's
-    if threads:
-        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    return env
-
-
-def _run(command: list[str], log: Path, env: dict, commands: list[str]) -> float:
-    """Runs `command`, its output to `log`; returns its seconds. A failure raises with the log's last lines."""
-    commands.append(" ".join(command))
-    start = time.perf_counter()
-    with open(log, "w") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-    seconds = time.perf_counter() - start
-    if done.returncode:
-        tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
-        raise RuntimeError(f"{command[0]} failed ({done.returncode}), see {log}:\n{tail}")
-    return seconds
 
 
 def logged_json(text: str) -> list[dict]:
@@ -127,69 +88,70 @@ def find_average_script(bin_folder: Path) -> Path | None:
     return found[0] if found else None
 
 
-def run_fairseq(
-    data: Path, work: Path, bin_folder: Path, settings: dict, seed: int, threads: int | None, test_pairs: int | None
-) -> FairseqRun:
-    """Binarizes `data` (the exported pieces with their dict.txt), trains with the settings' flags, averages the last
-    checkpoints and decodes the test split (`test_pairs` sentences, checked) at the demo's beam; logs in `work`."""
+def run_fairseq(job: PeerJob) -> PeerRun:
+    """Binarizes the job's pieces (with their dict.txt), trains with the settings' flags, averages the last
+    checkpoints and decodes the test split (every pair, checked) at the demo's beam; logs in the job's folder."""
+    work, bin_folder, settings = job.work, job.bin_folder, job.settings
     work.mkdir(parents=True, exist_ok=True)
-    env, commands = environment(threads), []
+    env, commands = environment(job.threads, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1"), []
     binarized, checkpoints = work / "bin", work / "checkpoints"
-    dictionary = str(data / "dict.txt")
-    _run(
-        [
-            str(bin_folder / "fairseq-preprocess"),
-            *("--source-lang", "en", "--target-lang", "de"),
-            *(
-                "--trainpref",
-                str(data / "train"),
-                "--validpref",
-                str(data / "valid"),
-                "--testpref",
-                str(data / "test"),
-            ),
-            *("--srcdict", dictionary, "--tgtdict", dictionary, "--destdir", str(binarized), "--workers", "1"),
-        ],
-        work / "preprocess.log",
-        env,
-        commands,
-    )
+    run_logged(preprocess_command(job.data, binarized, bin_folder), work / "preprocess.log", env, commands)
     train = [
         str(bin_folder / "fairseq-train"),
         str(binarized),
         "--cpu",
         *("--save-dir", str(checkpoints), "--log-format", "json", "--log-interval", "10"),
-        *fairseq_train_flags(settings, seed),
+        *fairseq_train_flags(settings, job.seed),
     ]
-    train_seconds = _run(train, work / "train.log", env, commands)
+    train_seconds = run_logged(train, work / "train.log", env, commands)
     stats = train_figures((work / "train.log").read_text())
     averaged = checkpoints / "averaged.pt"
-    script = find_average_script(bin_folder)
-    if script is not None:
-        average = [str(bin_folder / "python"), str(script), "--inputs", str(checkpoints)]
-        average += ["--num-update-checkpoints", str(settings["average_last"]), "--output", str(averaged)]
-    else:
-        average = [str(bin_folder / "python"), "-c", AVERAGE_FALLBACK, str(checkpoints)]
-        average += [str(settings["average_last"]), str(averaged)]
-    _run(average, work / "average.log", env, commands)
+    run_logged(average_command(bin_folder, checkpoints, settings["average_last"], averaged), work / "average.log",
+               env, commands)  # fmt: skip
     generate = [
         str(bin_folder / "fairseq-generate"),
         str(binarized),
         "--cpu",
-        *("--path", str(averaged), "--gen-subset", "test", "--seed", str(seed)),
+        *("--path", str(averaged), "--gen-subset", "test", "--seed", str(job.seed)),
         *fairseq_generate_flags(settings),
     ]
-    decode_seconds = _run(generate, work / "generate.log", env, commands)
+    decode_seconds = run_logged(generate, work / "generate.log", env, commands)
     output = (work / "generate.log").read_text()
     decoded = len(re.findall(r"^H-", output, flags=re.M))
-    if test_pairs is not None and decoded != test_pairs:
-        raise ValueError(f"fairseq-generate decoded {decoded} of {test_pairs} test sentences, see {work}")
-    return FairseqRun(
+    if job.test_pairs is not None and decoded != job.test_pairs:
+        raise ValueError(f"fairseq-generate decoded {decoded} of {job.test_pairs} test sentences, see {work}")
+    # fairseq's wps counts target tokens (</s> included); hf_vanilla's tokens/s counts source and target tokens:
+    # scaled by the training split's source-to-target ratio, over the epochs fairseq ran (whole or nearly).
+    both_sides = 1 + job.train_tokens["source"] / job.train_tokens["target"]
+    return PeerRun(
         hypotheses=hypotheses_in_order(output),
         train_seconds=train_seconds,
+        train_tokens_per_s=round(stats["train_wps"] * both_sides, 1),
+        train_tokens_basis="fairseq's train_wps (target tokens/s) x (1 + source/target tokens of the split)",
         train_stats=stats,
         decode_seconds=decode_seconds,
         decode_sentences_per_s=decoding_speed(output),
         averaged=re.findall(r"checkpoint_\d+_\d+\.pt", (work / "average.log").read_text()),
         commands=commands,
     )
+
+
+def preprocess_command(data: Path, binarized: Path, bin_folder: Path) -> list[str]:
+    """fairseq-preprocess of the exported splits into `binarized`, with the tokenizer's dictionary on both sides."""
+    dictionary = str(data / "dict.txt")
+    return [
+        str(bin_folder / "fairseq-preprocess"),
+        *("--source-lang", "en", "--target-lang", "de"),
+        *("--trainpref", str(data / "train"), "--validpref", str(data / "valid"), "--testpref", str(data / "test")),
+        *("--srcdict", dictionary, "--tgtdict", dictionary, "--destdir", str(binarized), "--workers", "1"),
+    ]
+
+
+def average_command(bin_folder: Path, checkpoints: Path, last: int, output: Path) -> list[str]:
+    """fairseq's averaging of the newest `last` update checkpoints into `output` (`AVERAGE_FALLBACK` where the
+    environment lacks the script)."""
+    script = find_average_script(bin_folder)
+    if script is not None:
+        return [str(bin_folder / "python"), str(script), "--inputs", str(checkpoints),
+                "--num-update-checkpoints", str(last), "--output", str(output)]  # fmt: skip
+    return [str(bin_folder / "python"), "-c", AVERAGE_FALLBACK, str(checkpoints), str(last), str(output)]

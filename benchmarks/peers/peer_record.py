@@ -8,7 +8,8 @@ import resource
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-SYSTEMS = ("hf_vanilla", "fairseq", "opennmt", "sockeye")
+# The systems a record may name; a variant adds a suffix (`fairseq-no-copy`).
+SYSTEMS = ("hf_vanilla", "fairseq", "opennmt-py", "sockeye")
 # The keys every record holds; `quality` is {"metric": ..., "value": ...}.
 REQUIRED = (
     "task",
@@ -48,8 +49,8 @@ def machine_load(threads: int | None) -> dict:
 def schema_problems(record: dict) -> list[str]:
     """What makes `record` not a peer record (empty when it is one)."""
     problems = [f"missing {key}" for key in REQUIRED if key not in record]
-    if record.get("system") not in SYSTEMS:
-        problems.append(f"system {record.get('system')!r} is none of {SYSTEMS}")
+    if not known_system(record.get("system")):
+        problems.append(f"system {record.get('system')!r} is none of {SYSTEMS} (or one with a variant's -suffix)")
     quality = record.get("quality")
     if not (isinstance(quality, dict) and set(quality) >= {"metric", "value"}):
         problems.append("quality must be {'metric': ..., 'value': ...}")
@@ -59,6 +60,11 @@ def schema_problems(record: dict) -> list[str]:
     if not isinstance(record.get("settings"), list) or not record.get("settings"):
         problems.append("settings must be the side-by-side table's rows")
     return problems
+
+
+def known_system(system) -> bool:
+    """Whether `system` is one of `SYSTEMS` or one of them with a variant's suffix (`fairseq-no-copy`)."""
+    return isinstance(system, str) and any(system == s or system.startswith(s + "-") for s in SYSTEMS)
 
 
 def record_path(folder: Path, record: dict, day: datetime.date | None = None) -> Path:

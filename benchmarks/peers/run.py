@@ -20,19 +20,34 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 
 from fairseq_peer import run_fairseq
+from peer_process import PeerJob, PeerRun
 from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, write_record
 from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
-from settings_table import as_records, demo_settings, fairseq_rows, render
+from settings_table import Row, as_records, demo_settings, fairseq_rows, render
 from split_pieces import LANGUAGES, demo_corpus, export_splits, shared_tokenizer, text_from_pieces
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 TASKS = ("translation",)
-READY = ("hf_vanilla", "fairseq")  # the systems this script runs so far
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A peer toolkit: its environment's name (`peer_venvs.INSTALL`), its side of the settings table and its run."""
+
+    venv: str
+    rows: Callable[[dict], list[Row]]
+    run: Callable[[PeerJob], PeerRun]
+
+
+PEERS = {"fairseq": Peer("fairseq", fairseq_rows, run_fairseq)}
+READY = ("hf_vanilla", *PEERS)  # the systems this script runs so far
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -72,38 +87,36 @@ def short_check(args: argparse.Namespace) -> bool:
 
 def run_peer(args: argparse.Namespace, settings: dict, work: Path) -> dict:
     """Exports the splits, runs the peer, scores it; the record's figures."""
-    bin_folder = ensure_venv(args.system, args.venvs)
+    peer = PEERS[args.system]
+    bin_folder = ensure_venv(peer.venv, args.venvs)
     corpus = demo_corpus(settings)
     tokenizer = shared_tokenizer(
         work / "tokenizer", corpus["train"], settings["vocab_size"], "bible", args.tokenizer_from
     )
     exported = export_splits(corpus, tokenizer, work / "data", settings, args.test_limit)
-    test_pairs = exported.counts["test"]
-    peer = run_fairseq(exported.folder, work / args.system, bin_folder, settings, args.seed, args.threads, test_pairs)
+    job = PeerJob(exported.folder, work / args.system, bin_folder, settings, args.seed, args.threads,
+                  exported.counts["test"], exported.tokens["train"])  # fmt: skip
+    done = peer.run(job)
     references = (exported.folder / f"test.raw.{LANGUAGES[1]}").read_text(encoding="utf-8").splitlines()
-    hypotheses = [text_from_pieces(line, tokenizer) for line in peer.hypotheses]
-    (work / args.system / "hypotheses.txt").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    hypotheses = [text_from_pieces(line, tokenizer) for line in done.hypotheses]
+    (job.work / "hypotheses.txt").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
     bleu, signature = sacrebleu_score(hypotheses, references)
-    train_tokens = exported.tokens["train"]
-    # fairseq's wps counts target tokens (</s> included); hf_vanilla's tokens/s counts source and target tokens:
-    # scaled by the training split's source-to-target ratio, over the epochs fairseq ran (whole or nearly).
-    both_sides = 1 + train_tokens["source"] / train_tokens["target"]
+    rows = peer.rows(settings)
     return {
         "quality": {"metric": "sacrebleu", "value": bleu, "signature": signature},
         "tokenized_bleu": tokenized_bleu(hypotheses, references, LANGUAGES[1]),
-        "train_tokens_per_s": round(peer.train_stats["train_wps"] * both_sides, 1),
-        "train_tokens_per_s_basis": "fairseq's train_wps (target tokens/s) x (1 + source/target tokens of the split)",
-        "train_target_tokens_per_s": peer.train_stats["train_wps"],
-        "decode_sentences_per_s": peer.decode_sentences_per_s,
-        "train_s": round(peer.train_seconds, 1),
-        "decode_s": round(peer.decode_seconds, 1),
-        "train_stats": peer.train_stats,
-        "averaged_checkpoints": peer.averaged,
+        "train_tokens_per_s": done.train_tokens_per_s,
+        "train_tokens_per_s_basis": done.train_tokens_basis,
+        "decode_sentences_per_s": done.decode_sentences_per_s,
+        "train_s": round(done.train_seconds, 1),
+        "decode_s": round(done.decode_seconds, 1),
+        "train_stats": done.train_stats,
+        "averaged_checkpoints": done.averaged,
         "data": {"pairs": exported.counts, "tokens": exported.tokens, "train_dropped": exported.dropped},
-        "install": install_line(args.system),
-        "peer_commands": peer.commands,
-        "settings_table": render(fairseq_rows(settings), args.system),
-        "rows": fairseq_rows(settings),
+        "install": install_line(peer.venv),
+        "peer_commands": done.commands,
+        "settings_table": render(rows, args.system),
+        "rows": rows,
     }
 
 
@@ -165,12 +178,12 @@ def main(argv: list[str] | None = None) -> dict:
     settings = run_settings(args)
     work = args.work_dir or Path("/tmp/peers") / f"{args.task}-{args.system}-{args.seed}"
     work.mkdir(parents=True, exist_ok=True)
-    rows = fairseq_rows(settings)
-    print(render(rows, "fairseq"), flush=True)
+    peer = PEERS.get(args.system, PEERS["fairseq"])  # hf_vanilla's run is shown against fairseq's flags
+    print(render(peer.rows(settings), args.system if args.system in PEERS else "fairseq"), flush=True)
     start = time.perf_counter()
     figures = run_fairseq_or_recipe(args, settings, work)
     wall = time.perf_counter() - start
-    figures.pop("rows")
+    rows = figures.pop("rows")
     record = {
         "task": args.task,
         "system": args.system,
