@@ -129,6 +129,18 @@ def test_fairseq_s_logs_are_read_back():
     assert fairseq.train_figures(log) == {"epoch": 1.0, "train_loss": 9.1, "train_wps": 1234.5, "train_wall": 12.0}
 
 
+def test_fairseq_s_training_speed_is_the_whole_run_s_tokens_over_its_training_seconds():
+    """Every epoch's tokens (its mean batch times its updates) over the sum of its training meter, not the last
+    epoch's own figure: here 1,000 + 5 x 200 tokens in 2 + 3 s."""
+    fairseq = peer_module("fairseq_peer")
+    line = '2026 | INFO | train | {{"epoch": {}, "train_wps": "{}", "train_wpb": "{}", "train_num_updates": "{}", '
+    line += '"train_train_wall": "{}", "train_wall": "{}"}}\n'
+    log = line.format(1, 50, 100, 10, 2, 3) + line.format(2, 333.3, 200, 15, 3, 7)
+    assert fairseq.target_tokens_per_second(log) == {"target_tokens": 2000, "seconds": 5.0, "target_tokens_per_s": 400.0}
+    with pytest.raises(ValueError, match="no end-of-epoch figures"):
+        fairseq.target_tokens_per_second(log.replace("train_wps", "wps"))
+
+
 def test_a_record_holds_every_figure_and_is_refused_without_one(tmp_path):
     record_module = peer_module("peer_record")
     record = {

@@ -31,6 +31,13 @@ print("averaged", *[p.name for p in paths])
 """
 
 
+# How `PeerRun.train_tokens_per_s` is derived from fairseq's log.
+TOKENS_BASIS = (
+    "fairseq's target tokens over its training seconds (every epoch's train_wpb x updates / the sum of "
+    "train_train_wall: validation and checkpoint saving left out) x (1 + source/target tokens of the split)"
+)
+
+
 def logged_json(text: str) -> list[dict]:
     """The JSON objects fairseq's --log-format json writes, one a line after its logging prefix."""
     found = []
@@ -50,6 +57,23 @@ def train_figures(log_text: str) -> dict:
     if not epochs:
         raise ValueError("fairseq-train logged no end-of-epoch figures")
     return {key: float(value) for key, value in epochs[-1].items() if _is_number(value)}
+
+
+def target_tokens_per_second(log_text: str) -> dict:
+    """Target tokens a second over the whole run, training only: every epoch's target tokens (its `train_wpb` times
+    its updates) over the sum of its `train_train_wall` (fairseq's training meter, without validation and checkpoint
+    saving; logged in whole seconds, so within half a second an epoch). The last epoch's `train_wps` alone would time
+    only its own updates."""
+    epochs = [entry for entry in logged_json(log_text) if "train_wps" in entry]
+    if not epochs:
+        raise ValueError("fairseq-train logged no end-of-epoch figures")
+    tokens, seconds, updates_before = 0.0, 0.0, 0
+    for entry in epochs:
+        updates = int(float(entry["train_num_updates"]))
+        tokens += float(entry["train_wpb"]) * (updates - updates_before)
+        seconds += float(entry["train_train_wall"])
+        updates_before = updates
+    return {"target_tokens": round(tokens), "seconds": seconds, "target_tokens_per_s": round(tokens / seconds, 1)}
 
 
 def _is_number(value) -> bool:
@@ -105,6 +129,7 @@ def run_fairseq(job: PeerJob) -> PeerRun:
     ]
     train_seconds = run_logged(train, work / "train.log", env, commands)
     stats = train_figures((work / "train.log").read_text())
+    speed = target_tokens_per_second((work / "train.log").read_text())
     averaged = checkpoints / "averaged.pt"
     run_logged(average_command(bin_folder, checkpoints, settings["average_last"], averaged), work / "average.log",
                env, commands)  # fmt: skip
@@ -120,15 +145,15 @@ def run_fairseq(job: PeerJob) -> PeerRun:
     decoded = len(re.findall(r"^H-", output, flags=re.M))
     if job.test_pairs is not None and decoded != job.test_pairs:
         raise ValueError(f"fairseq-generate decoded {decoded} of {job.test_pairs} test sentences, see {work}")
-    # fairseq's wps counts target tokens (</s> included); hf_vanilla's tokens/s counts source and target tokens:
-    # scaled by the training split's source-to-target ratio, over the epochs fairseq ran (whole or nearly).
+    # fairseq counts target tokens (</s> included); hf_vanilla's tokens/s counts source and target tokens: scaled by
+    # the training split's source-to-target ratio, over the epochs fairseq ran (whole or nearly).
     both_sides = 1 + job.train_tokens["source"] / job.train_tokens["target"]
     return PeerRun(
         hypotheses=hypotheses_in_order(output),
         train_seconds=train_seconds,
-        train_tokens_per_s=round(stats["train_wps"] * both_sides, 1),
-        train_tokens_basis="fairseq's train_wps (target tokens/s) x (1 + source/target tokens of the split)",
-        train_stats=stats,
+        train_tokens_per_s=round(speed["target_tokens_per_s"] * both_sides, 1),
+        train_tokens_basis=TOKENS_BASIS,
+        train_stats={**stats, "whole_run": speed},
         decode_seconds=decode_seconds,
         decode_sentences_per_s=decoding_speed(output),
         averaged=re.findall(r"checkpoint_\d+_\d+\.pt", (work / "average.log").read_text()),
