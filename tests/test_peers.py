@@ -136,7 +136,8 @@ def test_fairseq_s_training_speed_is_the_whole_run_s_tokens_over_its_training_se
     line = '2026 | INFO | train | {{"epoch": {}, "train_wps": "{}", "train_wpb": "{}", "train_num_updates": "{}", '
     line += '"train_train_wall": "{}", "train_wall": "{}"}}\n'
     log = line.format(1, 50, 100, 10, 2, 3) + line.format(2, 333.3, 200, 15, 3, 7)
-    assert fairseq.target_tokens_per_second(log) == {"target_tokens": 2000, "seconds": 5.0, "target_tokens_per_s": 400.0}
+    speed = fairseq.target_tokens_per_second(log)
+    assert speed == {"target_tokens": 2000, "seconds": 5.0, "target_tokens_per_s": 400.0}
     with pytest.raises(ValueError, match="no end-of-epoch figures"):
         fairseq.target_tokens_per_second(log.replace("train_wps", "wps"))
 
