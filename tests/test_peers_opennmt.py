@@ -42,13 +42,13 @@ def rendered(value) -> str:
     return "true" if value is True else str(value)
 
 
-def named_options(peer: str, options: dict) -> dict[str, str | None]:
-    """The options of `options` a row's peer text names, each with the value written after it (None where a
-    description in brackets follows instead)."""
+def named_options(peer: str, known: set[str]) -> dict[str, str | None]:
+    """The options a row's peer text names (a segment's first word that is a `known` option or looks like one,
+    snake_case), each with the value written after it (None where a description in brackets follows instead)."""
     named = {}
     for segment in re.split(r"[,;:]\s+", peer):
         words = segment.split()
-        if words and words[0] in options:
+        if words and (words[0] in known or re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", words[0])):
             value = words[1].rstrip(",;:)") if len(words) > 1 and not words[1].startswith("(") else None
             named[words[0]] = value
     return named
@@ -72,9 +72,10 @@ def test_every_row_s_option_is_passed_with_its_value(tmp_path):
     decode = translate_options(onmt.translate_flags(settings, 30))
     for row in onmt.opennmt_rows(settings):
         options = decode if row.setting in DECODING else train
-        named = named_options(row.peer, options)
+        named = named_options(row.peer, set(train) | set(decode))
         assert bool(named) != (row.setting in NO_OPTION), (row.setting, row.peer)
         for option, value in named.items():
+            assert option in options, (row.setting, option, "named but not passed")
             assert value is None or value == options[option], (row.setting, option, value, options[option])
     expected = {
         "enc_layers": "3", "dec_layers": "3", "hidden_size": "128", "word_vec_size": "128", "heads": "4",

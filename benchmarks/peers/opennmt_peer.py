@@ -112,7 +112,7 @@ def _regularisation_rows(s: dict) -> list[Row]:
         Row(
             "activation dropout",
             str(s["activation_dropout"]),
-            f"dropout {s['dropout']} (modules/position_ffn: dropout_1 after the activation)",
+            f"dropout {s['dropout']} (modules/position_ffn applies it after the activation too)",
             "the feed-forward's inner dropout is the residual dropout; no option of its own",
             matched=s["activation_dropout"] == s["dropout"],
         ),
@@ -194,12 +194,12 @@ def _schedule_rows(s: dict) -> list[Row]:
         Row(
             "averaging",
             f"last {s['average_last']} checkpoints",
-            f"onmt_average_models -models (the newest {s['average_last']} model_step_N.pt)",
+            f"the newest {s['average_last']} model_step_N.pt averaged by onmt_average_models -models",
         ),
         Row(
             "initialisation",
             "normal(0, init_std) projections, normal(0, d^-0.5) embeddings",
-            "param_init 0, param_init_glorot true: xavier_uniform on every matrix (embeddings too), biases zero",
+            "param_init 0, param_init_glorot true (xavier_uniform on every matrix, the embeddings too; biases zero)",
             "OpenNMT's documented transformer settings; it has no normal initialisation",
             matched=False,
         ),
