@@ -351,8 +351,8 @@ def tokens_per_second(reports: list[dict]) -> float:
 
 
 def decoding_speed(translate_log: str, sentences: int) -> float:
-    """Sentences a second of onmt_translate's -report_time lines: `sentences` / `Total translation time (s): X`,
-    or 1000 / `Average translation time (ms): Y` (finer: X is rounded to a tenth of a second)."""
+    """Sentences a second of onmt_translate's -report_time lines: 1000 / `Average translation time (ms): Y`, else
+    `sentences` / `Total translation time (s): X` (coarser: X is rounded to a tenth of a second)."""
     average = re.search(r"Average translation time \(ms\): ([\d.]+)", translate_log)
     if average and float(average.group(1)) > 0:
         return round(1000 / float(average.group(1)), 2)
@@ -403,8 +403,8 @@ def run_opennmt(job: PeerJob) -> PeerRun:
     train_seconds = run_logged(train, work / "train.log", env, commands)
     log_text = (work / "train.log").read_text(encoding="utf-8")
     stats = train_figures(log_text)
-    if stats.get("vocab_size", len(SPECIALS) + len(pieces)) != len(SPECIALS) + len(pieces):
-        raise ValueError(f"onmt_train built a vocabulary of {stats['vocab_size']}, not {len(pieces)} + 4 specials")
+    if stats.get("vocab_size") != len(SPECIALS) + len(pieces):  # its " * src vocab size = N" line
+        raise ValueError(f"onmt_train built a vocabulary of {stats.get('vocab_size')}, not {len(pieces)} + 4 specials")
     averaged, newest = checkpoints / "averaged.pt", newest_checkpoints(checkpoints, settings["average_last"])
     average = [str(bin_folder / "onmt_average_models"), "-models", *map(str, newest), "-output", str(averaged)]
     run_logged(average, work / "average.log", env, commands)
