@@ -188,11 +188,11 @@ def stand_in(folder: Path, name: str, script: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
-def stand_in_commands(folder: Path, train_exit: int = 0, hypotheses: int = 2) -> Path:
-    """onmt_train (checkpoints of updates 5-20 and `TRAIN_LOG`, vocabulary 4 + 3 pieces), onmt_average_models and
-    onmt_translate (`hypotheses` lines) as bash scripts; returns their folder."""
+def stand_in_commands(folder: Path, train_exit: int = 0, hypotheses: int = 2, vocabulary: int = 7) -> Path:
+    """onmt_train (checkpoints of updates 5-20 and `TRAIN_LOG` with a `vocabulary` of 4 + 3 pieces),
+    onmt_average_models and onmt_translate (`hypotheses` lines) as bash scripts; returns their folder."""
     folder.mkdir()
-    train_log = TRAIN_LOG.replace("= 4000", "= 7")
+    train_log = TRAIN_LOG.replace("= 4000", f"= {vocabulary}")
     stand_in(folder, "onmt_train", f"""[ {train_exit} = 0 ] || {{ echo broken; exit {train_exit}; }}
 checkpoints="$(dirname "$2")/checkpoints"; mkdir -p "$checkpoints"
 for n in 5 10 15 20; do : > "$checkpoints/model_step_$n.pt"; done
@@ -231,13 +231,15 @@ def test_a_run_trains_averages_the_newest_checkpoints_and_decodes_every_test_pai
     assert (job.work / "vocab.txt").read_text(encoding="utf-8") == "Ġa\t1\nĠb\t1\nĠc\t1\n"
 
 
-def test_a_failed_command_a_missing_hypothesis_or_an_unused_seed_raises(tmp_path):
+def test_a_failed_command_another_vocabulary_a_missing_hypothesis_or_an_unused_seed_raises(tmp_path):
     onmt = peer_module("opennmt_peer")
     job = peer_job(tmp_path / "seed", stand_in_commands(tmp_path / "seed-bin"))
     with pytest.raises(ValueError, match="seeds nothing below 1"):
         onmt.run_opennmt(type(job)(**{**vars(job), "seed": 0}))
     with pytest.raises(RuntimeError, match=r"onmt_train failed \(3\)(.|\n)*broken"):
         onmt.run_opennmt(peer_job(tmp_path / "failed", stand_in_commands(tmp_path / "failed-bin", train_exit=3)))
+    with pytest.raises(ValueError, match=r"built a vocabulary of 8, not 3 \+ 4 specials"):
+        onmt.run_opennmt(peer_job(tmp_path / "vocab", stand_in_commands(tmp_path / "vocab-bin", vocabulary=8)))
     with pytest.raises(ValueError, match="wrote 1 hypotheses for 2 test sentences"):
         onmt.run_opennmt(peer_job(tmp_path / "short", stand_in_commands(tmp_path / "short-bin", hypotheses=1)))
 
