@@ -20,18 +20,22 @@ NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "
 DECODING = {"beam", "length penalty", "beam stop", "maximum output", "decoding batches"}  # onmt_translate's rows
 
 # Lines of a real onmt_train log (utils/statistics.Statistics.output, the logger's "[time level]" prefix) and of
-# onmt_translate -report_time (translate/translator.py).
-TRAIN_LOG = """[2026-11-27 01:20:01,001 INFO]  * src vocab size = 4000
-[2026-11-27 01:20:01,002 INFO]  * tgt vocab size = 4000
-[2026-11-27 01:20:05,123 INFO] Step 10/   20; acc: 0.4; ppl: 4312.6; xent: 8.4; lr: 0.00004; sents:     705; bsz: 1503/1790/70; 1002/1193 tok/s;     15 sec;
-[2026-11-27 01:20:20,456 INFO] Validation perplexity: 3321.57
-[2026-11-27 01:20:20,457 INFO] Validation accuracy: 1.2
-[2026-11-27 01:20:35,789 INFO] Step 20/   20; acc: 2.1; ppl: 2901.4; xent: 8.0; lr: 0.00008; sents:     698; bsz: 1490/1781/70; 993/1187 tok/s;     45 sec;
+# onmt_translate -report_time (translate/translator.py), from the short check of 20 updates (the second report at 12
+# seconds instead of 10, so that its window weighs more than the first).
+TRAIN_LOG = """[2026-11-27 02:01:49,748 INFO]  * src vocab size = 4000
+[2026-11-27 02:01:49,748 INFO]  * tgt vocab size = 4000
+[2026-11-27 02:01:50,039 INFO] Starting training on CPU, could be very slow
+[2026-11-27 02:01:53,990 INFO] Saving checkpoint /tmp/peers-check/opennmt-py/opennmt-py/checkpoints/model_step_5.pt
+[2026-11-27 02:01:55,446 INFO] Step 10/   20; acc: 0.0; ppl: 3951.7; xent: 8.3; lr: 0.00006; sents:     582; bsz: 1703/1804/58; 3149/3336 tok/s;      5 sec;
+[2026-11-27 02:01:56,039 INFO] Validation perplexity: 3684.84
+[2026-11-27 02:01:56,039 INFO] Validation accuracy: 0.0736269
+[2026-11-27 02:01:59,700 INFO] Step 20/   20; acc: 3.9; ppl: 3473.0; xent: 8.2; lr: 0.00012; sents:     638; bsz: 1687/1813/64; 3967/4264 tok/s;     12 sec;
+[2026-11-27 02:02:00,226 INFO] Validation perplexity: 3154.09
 """  # noqa: E501
-TRANSLATE_LOG = """[2026-11-27 01:22:00,000 INFO] PRED SCORE: -1.2345, PRED PPL: 3.44 NB SENTENCES: 20
-[2026-11-27 01:22:00,001 INFO] Total translation time (s): 4.1
-[2026-11-27 01:22:00,002 INFO] Average translation time (ms): 205.3
-[2026-11-27 01:22:00,003 INFO] Tokens per second: 151.2
+TRANSLATE_LOG = """[2026-11-27 02:02:07,379 INFO] PRED SCORE: -6.5858, PRED PPL: 724.77 NB SENTENCES: 20
+[2026-11-27 02:02:07,379 INFO] Total translation time (s): 0.0
+[2026-11-27 02:02:07,379 INFO] Average translation time (ms): 1.6
+[2026-11-27 02:02:07,379 INFO] Tokens per second: 0.0
 """
 
 
@@ -159,16 +163,16 @@ def test_the_vocabulary_file_gives_opennmt_the_tokenizer_s_pieces_in_order(tmp_p
 def test_opennmt_s_logs_are_read_back(tmp_path):
     onmt = peer_module("opennmt_peer")
     reports = onmt.training_reports(TRAIN_LOG)
-    assert [r["step"] for r in reports] == [10.0, 20.0] and reports[1]["bsz_sents"] == 70.0
+    assert [r["step"] for r in reports] == [10.0, 20.0] and reports[1]["bsz_sents"] == 64.0
     assert onmt.train_figures(TRAIN_LOG) == {
-        "step": 20.0, "acc": 2.1, "ppl": 2901.4, "xent": 8.0, "lr": 0.00008, "sec": 45.0,
-        "src_tok_per_s_mean": 997.5, "tgt_tok_per_s_mean": 1190.0, "valid_ppl": 3321.57, "vocab_size": 4000,
+        "step": 20.0, "acc": 3.9, "ppl": 3473.0, "xent": 8.2, "lr": 0.00012, "sec": 12.0,
+        "src_tok_per_s_mean": 3558.0, "tgt_tok_per_s_mean": 3800.0, "valid_ppl": 3154.09, "vocab_size": 4000,
     }  # fmt: skip
-    # Report 1: 15 s at 1002 * (1 + 70/1503) + 1193; report 2: 30 s at 993 * (1 + 70/1490) + 1187.
-    first, second = 1002 * (1 + 70 / 1503) + 1193, 993 * (1 + 70 / 1490) + 1187
-    assert onmt.tokens_per_second(reports) == round((15 * first + 30 * second) / 45, 1)
-    assert onmt.decoding_speed(TRANSLATE_LOG, 20) == round(1000 / 205.3, 2)
-    assert onmt.decoding_speed(TRANSLATE_LOG.replace("Average", "Mean"), 20) == round(20 / 4.1, 2)
+    # Report 1: 5 s at 3149 * (1 + 58/1703) + 3336; report 2: 7 s at 3967 * (1 + 64/1687) + 4264.
+    first, second = 3149 * (1 + 58 / 1703) + 3336, 3967 * (1 + 64 / 1687) + 4264
+    assert onmt.tokens_per_second(reports) == round((5 * first + 7 * second) / 12, 1)
+    assert onmt.decoding_speed(TRANSLATE_LOG, 20) == round(1000 / 1.6, 2)
+    assert onmt.decoding_speed("[2026 INFO] Total translation time (s): 4.1\n", 20) == round(20 / 4.1, 2)
     with pytest.raises(ValueError, match="no 'Total translation time"):
         onmt.decoding_speed("", 20)
     with pytest.raises(ValueError, match="no 'Step N"):
@@ -223,7 +227,7 @@ def test_a_run_trains_averages_the_newest_checkpoints_and_decodes_every_test_pai
     done = onmt.run_opennmt(job)
     assert done.hypotheses == ["Ġh0", "Ġh1"]
     assert done.averaged == ["model_step_10.pt", "model_step_15.pt", "model_step_20.pt"]
-    assert done.decode_sentences_per_s == round(1000 / 205.3, 2) and done.train_stats["vocab_size"] == 7
+    assert done.decode_sentences_per_s == round(1000 / 1.6, 2) and done.train_stats["vocab_size"] == 7
     assert done.train_tokens_per_s == onmt.tokens_per_second(onmt.training_reports(TRAIN_LOG))
     assert [command.split()[0].rsplit("/", 1)[-1] for command in done.commands] == [
         "onmt_train", "onmt_average_models", "onmt_translate"]  # fmt: skip
