@@ -1,7 +1,8 @@
-"""hf_vanilla beside fairseq (and, to come, OpenNMT-py and Sockeye) on the same data, tokenizer and budget: one
+"""hf_vanilla beside fairseq and OpenNMT-py (and, to come, Sockeye) on the same data, tokenizer and budget: one
 command a run, one JSON record a run.
 
     python benchmarks/peers/run.py --task translation --system fairseq --seed 1
+    python benchmarks/peers/run.py --task translation --system opennmt-py --seed 1
     python benchmarks/peers/run.py --task translation --system hf_vanilla --seed 1
     python benchmarks/peers/run.py --task translation --system fairseq --seed 1 --max-updates 20 --save-every 5 \
         --eval-every 10 --test-limit 20 --results-dir /tmp/peers        # a short check of every step, no figure
@@ -27,6 +28,7 @@ from pathlib import Path
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 
 from fairseq_peer import run_fairseq
+from opennmt_peer import opennmt_rows, run_opennmt
 from peer_process import PeerJob, PeerRun
 from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, write_record
 from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
@@ -46,7 +48,10 @@ class Peer:
     run: Callable[[PeerJob], PeerRun]
 
 
-PEERS = {"fairseq": Peer("fairseq", fairseq_rows, run_fairseq)}
+PEERS = {
+    "fairseq": Peer("fairseq", fairseq_rows, run_fairseq),
+    "opennmt-py": Peer("opennmt", opennmt_rows, run_opennmt),
+}
 # The recipe's own figure counts its pauses, which a peer's may leave out: the comparison then errs against hf_vanilla.
 RECIPE_TOKENS_BASIS = (
     "the recipe's source + target tokens (</s> included) / training seconds (its validation and checkpoint saving "

@@ -1,5 +1,7 @@
-"""The demo preset's settings, each beside the peer's flag that gives it (or the reason none can), and the peer's
-command-line flags derived from them: the side-by-side table a peer run prints and records."""
+"""The demo preset's settings, each beside the peer's flag that gives it (or the reason none can), and fairseq's
+command-line flags derived from them: the side-by-side table a peer run prints and records. Another peer's table and
+options live in its own module (`opennmt_peer.opennmt_rows`, `train_config`, `translate_flags`); `Row`, `render` and
+`as_records` serve them all."""
 
 from dataclasses import asdict, dataclass
 
@@ -34,6 +36,7 @@ def demo_settings(preset: str = "demo", **overrides) -> dict:
         "dropout": model.dropout,
         "attention_dropout": model.attention_dropout,
         "activation_dropout": model.activation_dropout,
+        "layer_norm_eps": model.layer_norm_eps,
         "label_smoothing": model.label_smoothing,
         "tie_word_embeddings": model.tie_word_embeddings,
         "scale_embedding": model.scale_embedding,

@@ -1,0 +1,254 @@
+"""`benchmarks/peers/opennmt_peer.py`: OpenNMT-py's side of the table and the options it passes, its vocabulary file,
+its logs read back, and `run_opennmt` end to end with stand-in commands. None of it needs OpenNMT-py's environment."""
+
+import re
+import stat
+from pathlib import Path
+
+import pytest
+from datasets import Dataset
+
+from hf_vanilla.tokenization import SPECIAL_TOKENS
+from hf_vanilla.training.schedule import inverse_sqrt_lr
+
+from runs import peer_module
+
+# The settings of rows that name no option of onmt_train or onmt_translate (what OpenNMT does without one, or a
+# command's own argument: the averaging, checked in the end-to-end test).
+NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "averaging", "training pairs",
+             "held-out pairs"}  # fmt: skip
+DECODING = {"beam", "length penalty", "beam stop", "maximum output", "decoding batches"}  # onmt_translate's rows
+
+# Lines of a real onmt_train log (utils/statistics.Statistics.output, the logger's "[time level]" prefix) and of
+# onmt_translate -report_time (translate/translator.py), from the short check of 20 updates (the second report at 12
+# seconds instead of 10, so that its window weighs more than the first).
+TRAIN_LOG = """[2026-11-27 02:01:49,748 INFO]  * src vocab size = 4000
+[2026-11-27 02:01:49,748 INFO]  * tgt vocab size = 4000
+[2026-11-27 02:01:50,039 INFO] Starting training on CPU, could be very slow
+[2026-11-27 02:01:53,990 INFO] Saving checkpoint /tmp/peers-check/opennmt-py/opennmt-py/checkpoints/model_step_5.pt
+[2026-11-27 02:01:55,446 INFO] Step 10/   20; acc: 0.0; ppl: 3951.7; xent: 8.3; lr: 0.00006; sents:     582; bsz: 1703/1804/58; 3149/3336 tok/s;      5 sec;
+[2026-11-27 02:01:56,039 INFO] Validation perplexity: 3684.84
+[2026-11-27 02:01:56,039 INFO] Validation accuracy: 0.0736269
+[2026-11-27 02:01:59,700 INFO] Step 20/   20; acc: 3.9; ppl: 3473.0; xent: 8.2; lr: 0.00012; sents:     638; bsz: 1687/1813/64; 3967/4264 tok/s;     12 sec;
+[2026-11-27 02:02:00,226 INFO] Validation perplexity: 3154.09
+"""  # noqa: E501
+TRANSLATE_LOG = """[2026-11-27 02:02:07,379 INFO] PRED SCORE: -6.5858, PRED PPL: 724.77 NB SENTENCES: 20
+[2026-11-27 02:02:07,379 INFO] Total translation time (s): 0.0
+[2026-11-27 02:02:07,379 INFO] Average translation time (ms): 1.6
+[2026-11-27 02:02:07,379 INFO] Tokens per second: 0.0
+"""
+
+
+def rendered(value) -> str:
+    """A config value as a row writes it: a one-item list as its item, a flag as `true`."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return "true" if value is True else str(value)
+
+
+def named_options(peer: str, known: set[str]) -> dict[str, str | None]:
+    """The options a row's peer text names (a segment's first word that is a `known` option or looks like one,
+    snake_case), each with the value written after it (None where a description in brackets follows instead)."""
+    named = {}
+    for segment in re.split(r"[,;:]\s+", peer):
+        words = segment.split()
+        if words and (words[0] in known or re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", words[0])):
+            value = words[1].rstrip(",;:)") if len(words) > 1 and not words[1].startswith("(") else None
+            named[words[0]] = value
+    return named
+
+
+def translate_options(flags: list[str]) -> dict[str, str]:
+    """onmt_translate's `-name value` flags as a dict (`true` for a flag without a value)."""
+    options, index = {}, 0
+    while index < len(flags):
+        has_value = index + 1 < len(flags) and not flags[index + 1].startswith("-")
+        options[flags[index].lstrip("-")] = flags[index + 1] if has_value else "true"
+        index += 2 if has_value else 1
+    return options
+
+
+def test_every_row_s_option_is_passed_with_its_value(tmp_path):
+    table, onmt = peer_module("settings_table"), peer_module("opennmt_peer")
+    settings = table.demo_settings()
+    config = onmt.train_config(settings, 3, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 1234)
+    train = {key: rendered(value) for key, value in config.items() if key != "data"}
+    decode = translate_options(onmt.translate_flags(settings, 30))
+    for row in onmt.opennmt_rows(settings):
+        options = decode if row.setting in DECODING else train
+        named = named_options(row.peer, set(train) | set(decode))
+        assert bool(named) != (row.setting in NO_OPTION), (row.setting, row.peer)
+        for option, value in named.items():
+            assert option in options, (row.setting, option, "named but not passed")
+            assert value is None or value == options[option], (row.setting, option, value, options[option])
+    expected = {
+        "enc_layers": "3", "dec_layers": "3", "hidden_size": "128", "word_vec_size": "128", "heads": "4",
+        "transformer_ff": "512", "dropout": "0.1", "attention_dropout": "0.0", "label_smoothing": "0.1",
+        "norm_eps": "1e-05", "adam_beta1": "0.9", "adam_beta2": "0.98", "learning_rate": "0.5", "warmup_steps": "400",
+        "decay_method": "noam", "max_grad_norm": "0", "batch_type": "tokens", "batch_size": "2000",
+        "batch_size_multiple": "1", "accum_count": "1", "normalization": "tokens", "train_steps": "2400",
+        "save_checkpoint_steps": "100", "keep_checkpoint": "3", "valid_steps": "600", "seed": "3",
+        "param_init": "0", "param_init_glorot": "true", "share_vocab": "true", "share_embeddings": "true",
+        "share_decoder_embeddings": "true", "add_qkvbias": "true", "add_ffnbias": "true", "position_encoding": "true",
+        "position_encoding_type": "SinusoidalInterleaved", "src_vocab_size": "4000", "vocab_size_multiple": "1",
+        "bucket_size": "1234", "num_workers": "0",
+    }  # fmt: skip
+    assert {key: train[key] for key in expected} == expected
+    assert "gpu_ranks" not in config and config["data"]["corpus_1"]["transforms"] == []
+    assert decode == {
+        "beam_size": "4", "length_penalty": "wu", "alpha": "0.6", "ratio": "0", "max_length": "79",
+        "max_length_ratio": "0", "batch_type": "tokens", "batch_size": "4000", "report_time": "true",
+    }  # fmt: skip
+    rendered_table = table.render(onmt.opennmt_rows(settings), "opennmt-py")
+    assert rendered_table.splitlines()[-1] == (
+        "opennmt-py cannot match: layer norm, output bias, source end token, activation dropout, Adam eps, tokens per "
+        "update, loss normalisation, batching, initialisation, length penalty, beam stop, maximum output."
+    )
+
+
+def test_without_validation_no_valid_corpus_is_read(tmp_path):
+    table, onmt = peer_module("settings_table"), peer_module("opennmt_peer")
+    settings = {**table.demo_settings(), "eval_every": 0}
+    config = onmt.train_config(settings, 1, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 10)
+    assert "valid" not in config["data"] and config["valid_steps"] > config["train_steps"]
+
+
+def test_noam_with_these_options_is_the_recipe_s_schedule(tmp_path):
+    table, onmt = peer_module("settings_table"), peer_module("opennmt_peer")
+    settings = table.demo_settings()
+    config = onmt.train_config(settings, 1, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 10)
+
+    def noam(step: int) -> float:  # onmt/utils/optimizers.noam_decay times learning_rate; step 1 is the first update
+        warmup, size = config["warmup_steps"], config["hidden_size"]
+        return config["learning_rate"] * size ** (-0.5) * min(step ** (-0.5), step * warmup ** (-1.5))
+
+    for update in (1, 2, 399, 400, 401, 2400):
+        expected = inverse_sqrt_lr(update, settings["d_model"], settings["warmup_steps"], settings["lr_scale"])
+        assert noam(update) == pytest.approx(expected, rel=1e-12)
+    assert noam(400) == pytest.approx(settings["peak_lr"])
+
+
+def read_vocabulary(path: Path, specials: tuple[str, ...], maximum_size: int) -> list[str]:
+    """What OpenNMT-py 3.5.1 builds from `path` (inputters/inputter.build_vocab, _read_vocab_file): the lines split
+    on b"\\n" less the last, `token count` when the first line has a count; its specials not in the file in front,
+    then the tokens in file order (pyonmttok.build_vocab_from_tokens with equal counts), `maximum_size` in all."""
+    lines = [line.decode("utf-8") for line in path.read_bytes().split(b"\n")][:-1]
+    first = lines[0].split(None, 1)
+    tokens = [line.split(None, 1)[0] for line in lines] if len(first) == 2 and first[-1].isdigit() else lines
+    return ([s for s in specials if s not in tokens] + tokens)[:maximum_size]
+
+
+def test_the_vocabulary_file_gives_opennmt_the_tokenizer_s_pieces_in_order(tmp_path):
+    data, onmt, table = peer_module("split_pieces"), peer_module("opennmt_peer"), peer_module("settings_table")
+    pairs = [("In the beginning God created the heavens.", "Im Anfang schuf Gott die Himmel."),
+             ("God saw the light, and it was good.", "Und Gott sah das Licht, daß es gut war.")]  # fmt: skip
+    train = Dataset.from_list([{"translation": {"en": en, "de": de}} for en, de in pairs])
+    tokenizer = data.shared_tokenizer(tmp_path / "tokenizer", train, 300)
+    data.write_dictionary(tokenizer, tmp_path / "dict.txt")
+    pieces = onmt.write_vocabulary(tmp_path / "dict.txt", tmp_path / "vocab.txt")
+    in_order = [piece for piece in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+                if piece not in SPECIAL_TOKENS]  # fmt: skip
+    assert pieces == in_order
+    config = onmt.train_config({**table.demo_settings(), "vocab_size": len(tokenizer)}, 1, tmp_path,
+                               tmp_path / "vocab.txt", tmp_path / "model", 2)  # fmt: skip
+    built = read_vocabulary(tmp_path / "vocab.txt", onmt.SPECIALS, config["src_vocab_size"])
+    assert built == [*onmt.SPECIALS, *in_order] and len(built) == len(tokenizer)
+    assert (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()[0] == f"{in_order[0]}\t1"
+    for clash in ("<blank>", "a\uffe8b"):
+        (tmp_path / "dict.txt").write_text(f"x 1\n{clash} 1\n", encoding="utf-8")
+        with pytest.raises(ValueError, match="specials or as source features"):
+            onmt.write_vocabulary(tmp_path / "dict.txt", tmp_path / "refused.txt")
+
+
+def test_opennmt_s_logs_are_read_back(tmp_path):
+    onmt = peer_module("opennmt_peer")
+    reports = onmt.training_reports(TRAIN_LOG)
+    assert [r["step"] for r in reports] == [10.0, 20.0] and reports[1]["bsz_sents"] == 64.0
+    assert onmt.train_figures(TRAIN_LOG) == {
+        "step": 20.0, "acc": 3.9, "ppl": 3473.0, "xent": 8.2, "lr": 0.00012, "sec": 12.0,
+        "src_tok_per_s_mean": 3558.0, "tgt_tok_per_s_mean": 3800.0, "valid_ppl": 3154.09, "vocab_size": 4000,
+    }  # fmt: skip
+    # Report 1: 5 s at 3149 * (1 + 58/1703) + 3336; report 2: 7 s at 3967 * (1 + 64/1687) + 4264.
+    first, second = 3149 * (1 + 58 / 1703) + 3336, 3967 * (1 + 64 / 1687) + 4264
+    assert onmt.tokens_per_second(reports) == round((5 * first + 7 * second) / 12, 1)
+    assert onmt.decoding_speed(TRANSLATE_LOG, 20) == round(1000 / 1.6, 2)
+    assert onmt.decoding_speed("[2026 INFO] Total translation time (s): 4.1\n", 20) == round(20 / 4.1, 2)
+    with pytest.raises(ValueError, match="no 'Total translation time"):
+        onmt.decoding_speed("", 20)
+    with pytest.raises(ValueError, match="no 'Step N"):
+        onmt.train_figures("[2026 INFO] Starting training on CPU, could be very slow\n")
+    (tmp_path / "hyp").write_text("Ġa Ġb\n\nĠc\n", encoding="utf-8")
+    assert onmt.read_hypotheses(tmp_path / "hyp", 3) == ["Ġa Ġb", "", "Ġc"]
+    with pytest.raises(ValueError, match="wrote 3 hypotheses for 4 test sentences"):
+        onmt.read_hypotheses(tmp_path / "hyp", 4)
+    with pytest.raises(ValueError, match="wrote no output file"):
+        onmt.read_hypotheses(tmp_path / "missing", 4)
+
+
+def stand_in(folder: Path, name: str, script: str) -> None:
+    """An executable `folder/name` running the bash `script` (a stand-in for one of OpenNMT-py's commands)."""
+    path = folder / name
+    path.write_text("#!/bin/bash\n" + script)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def stand_in_commands(folder: Path, train_exit: int = 0, hypotheses: int = 2, vocabulary: int = 7) -> Path:
+    """onmt_train (checkpoints of updates 5-20 and `TRAIN_LOG` with a `vocabulary` of 4 + 3 pieces),
+    onmt_average_models and onmt_translate (`hypotheses` lines) as bash scripts; returns their folder."""
+    folder.mkdir()
+    train_log = TRAIN_LOG.replace("= 4000", f"= {vocabulary}")
+    stand_in(folder, "onmt_train", f"""[ {train_exit} = 0 ] || {{ echo broken; exit {train_exit}; }}
+checkpoints="$(dirname "$2")/checkpoints"; mkdir -p "$checkpoints"
+for n in 5 10 15 20; do : > "$checkpoints/model_step_$n.pt"; done
+cat <<'LOG'\n{train_log}LOG\n""")  # fmt: skip
+    stand_in(folder, "onmt_average_models", ': > "${@: -1}"\n')
+    lines = "".join(f"Ġh{i}\\n" for i in range(hypotheses))
+    stand_in(folder, "onmt_translate", f"""while [ $# -gt 0 ]; do [ "$1" = -output ] && out="$2"; shift; done
+printf '{lines}' > "$out"\ncat <<'LOG'\n{TRANSLATE_LOG}LOG\n""")  # fmt: skip
+    return folder
+
+
+def peer_job(tmp_path: Path, bin_folder: Path):
+    """A job of 3 pieces, 2 training pairs and 2 test pairs, the demo's settings shortened to 20 updates."""
+    process, table = peer_module("peer_process"), peer_module("settings_table")
+    data = tmp_path / "data"
+    data.mkdir(parents=True)
+    (data / "dict.txt").write_text("Ġa 1\nĠb 1\nĠc 1\n", encoding="utf-8")
+    for stem in ("train", "valid", "test"):
+        for side in ("en", "de"):
+            (data / f"{stem}.{side}").write_text("Ġa Ġb\nĠc\n", encoding="utf-8")
+    settings = table.demo_settings(max_steps=20, save_every=5, eval_every=10)
+    return process.PeerJob(data, tmp_path / "work", bin_folder, settings, 1, 1, 2, {"source": 5, "target": 5})
+
+
+def test_a_run_trains_averages_the_newest_checkpoints_and_decodes_every_test_pair(tmp_path):
+    onmt = peer_module("opennmt_peer")
+    job = peer_job(tmp_path, stand_in_commands(tmp_path / "bin"))
+    done = onmt.run_opennmt(job)
+    assert done.hypotheses == ["Ġh0", "Ġh1"]
+    assert done.averaged == ["model_step_10.pt", "model_step_15.pt", "model_step_20.pt"]
+    assert done.decode_sentences_per_s == round(1000 / 1.6, 2) and done.train_stats["vocab_size"] == 7
+    assert done.train_tokens_per_s == onmt.tokens_per_second(onmt.training_reports(TRAIN_LOG))
+    assert [command.split()[0].rsplit("/", 1)[-1] for command in done.commands] == [
+        "onmt_train", "onmt_average_models", "onmt_translate"]  # fmt: skip
+    assert "-max_length 52" in done.commands[2]  # the longest test source, 2 pieces + </s>, + 49
+    assert (job.work / "vocab.txt").read_text(encoding="utf-8") == "Ġa\t1\nĠb\t1\nĠc\t1\n"
+
+
+def test_a_failed_command_another_vocabulary_a_missing_hypothesis_or_an_unused_seed_raises(tmp_path):
+    onmt = peer_module("opennmt_peer")
+    job = peer_job(tmp_path / "seed", stand_in_commands(tmp_path / "seed-bin"))
+    with pytest.raises(ValueError, match="seeds nothing below 1"):
+        onmt.run_opennmt(type(job)(**{**vars(job), "seed": 0}))
+    with pytest.raises(RuntimeError, match=r"onmt_train failed \(3\)(.|\n)*broken"):
+        onmt.run_opennmt(peer_job(tmp_path / "failed", stand_in_commands(tmp_path / "failed-bin", train_exit=3)))
+    with pytest.raises(ValueError, match=r"built a vocabulary of 8, not 3 \+ 4 specials"):
+        onmt.run_opennmt(peer_job(tmp_path / "vocab", stand_in_commands(tmp_path / "vocab-bin", vocabulary=8)))
+    with pytest.raises(ValueError, match="wrote 1 hypotheses for 2 test sentences"):
+        onmt.run_opennmt(peer_job(tmp_path / "short", stand_in_commands(tmp_path / "short-bin", hypotheses=1)))
+
+
+def test_opennmt_py_is_a_peer_of_the_command_line():
+    run = peer_module("run")
+    assert run.PEERS["opennmt-py"].venv == "opennmt" and "opennmt-py" in run.READY
+    assert run.parse_args(["--system", "opennmt-py"]).system == "opennmt-py"
