@@ -123,7 +123,7 @@ def _model_rows(s: dict) -> list[Row]:
         Row(
             "attention biases",
             "q, k, v and output projections with biases",
-            "no biases (sockeye.layers.MultiHeadAttention's projections: bias=False)",
+            "no biases (sockeye.layers' attention projections: bias=False)",
             "no flag",
             matched=False,
         ),
@@ -279,7 +279,8 @@ def _decoding_rows(s: dict) -> list[Row]:
         Row("beam", str(s["num_beams"]), f"--beam-size {s['num_beams']}"),
         Row(
             "finished hypotheses",
-            f"set aside by transformers' beam search, which keeps {s['num_beams']} open until none can beat them",
+            f"set aside by transformers' beam search, {s['num_beams']} kept open meanwhile; a sentence stops once "
+            f"{s['num_beams']} have finished (early_stopping=True)",
             "--beam-search-stop all",
             "a finished hypothesis keeps its slot in Sockeye's beam (its score normalised) until every slot is "
             "finished: the same beam width, another search",
