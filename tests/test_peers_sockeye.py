@@ -19,19 +19,28 @@ LONGEST = 30  # the test split's longest source in tokens, </s> counted, of the 
 # A flag of a row's Sockeye column and its value (absent for a switch such as --shared-vocab).
 FLAG = re.compile(r"(--[a-z][\w-]*)(?: (?!--)(\S+))?")
 
-# Lines as sockeye-train and sockeye-translate 3.1.34 log them (console format).
-TRAIN_LOG = """[INFO:sockeye.training] Training started.
-[INFO:sockeye.training] Checkpoint [1]\tUpdates=5 Epoch=0 Samples=400 Time-cost=2.500 Updates/sec=2.000
-[INFO:sockeye.training] Checkpoint [1]\tTrain-ppl=3912.401207
-[INFO:sockeye.training] Checkpoint [1]\tValidation-ppl=3850.125000
-[INFO:sockeye.training] Checkpoint [1]\tLearning-rate=0.000553
-[INFO:sockeye.training] Checkpoint [2]\tUpdates=10 Epoch=0 Samples=810 Time-cost=1.500 Updates/sec=3.333
-[INFO:sockeye.training] Checkpoint [2]\tTrain-ppl=2011.000000
-[INFO:sockeye.training] Checkpoint [2]\tValidation-ppl=1990.500000
-[INFO:sockeye.training] Checkpoint [2]\tLearning-rate=0.001105
+# Lines as sockeye-train and sockeye-translate 3.1.34 logged them in the short check (console format; paths cut).
+TRAIN_LOG = """[INFO:sockeye.data_io] Tokens: source 666441 target 698625
+[INFO:root] Saved params/state_dict to "model/params.00000"
+[INFO:sockeye.training] Training started.
+[INFO:sockeye.training] Checkpoint [1]\tUpdates=5 Epoch=0 Samples=330 Time-cost=3.309 Updates/sec=1.511
+[INFO:sockeye.training] Checkpoint [1]\tTrain-ppl=4076.662292
+[INFO:sockeye.training] Checkpoint [1]\tValidation-ppl=3994.077225
+[INFO:sockeye.training] Validation-perplexity improved to 3994.077225 (delta=inf).
+[INFO:sockeye.training] Checkpoint [1]\tLearning-rate=0.000028
+[INFO:root] Saved params/state_dict to "model/params.00001"
+[INFO:sockeye.training] 'model/params.best' now points to 'params.00001'
+[INFO:sockeye.training] Checkpoint [2]\tUpdates=10 Epoch=0 Samples=675 Time-cost=1.581 Updates/sec=3.162
+[INFO:sockeye.training] Checkpoint [2]\tTrain-ppl=3839.359068
+[INFO:sockeye.training] Checkpoint [2]\tValidation-ppl=3683.178572
+[INFO:sockeye.training] Validation-perplexity improved to 3683.178572 (delta=310.898654).
+[INFO:sockeye.training] Checkpoint [2]\tLearning-rate=0.000055
+[INFO:sockeye.training] Maximum # of updates (10) reached.
 [INFO:sockeye.training] Training finished, can be continued later. Best checkpoint: 2.
 """
-TRANSLATE_LOG = "[INFO:sockeye.translate] Processed 2 lines. Total time: 0.5000, sec/sent: 0.2500, sent/sec: 4.0000\n"
+TRANSLATE_LOG = (
+    "[INFO:sockeye.translate] Processed 20 lines. Total time: 10.4308, sec/sent: 0.5215, sent/sec: 1.9174\n"
+)
 
 
 def sockeye():
@@ -143,11 +152,12 @@ def test_the_vocabulary_json_is_the_tokenizer_s_pieces_after_sockeye_s_specials(
 def test_sockeye_s_logs_are_read_back():
     peer = sockeye()
     figures = peer.train_figures(TRAIN_LOG)
-    assert figures == {"updates": 10, "epoch": 0, "samples": 810, "time_cost": 1.5, "train_perplexity": 2011.0,
-                       "validation_perplexity": 1990.5, "learning_rate": 0.001105, "checkpoints": 2,
-                       "train_seconds": 4.0, "samples_per_s": 202.5, "updates_per_s": 2.5}  # fmt: skip
-    assert peer.tokens_per_second(figures, {"source": 300, "target": 500}, 100) == 1620.0  # 202.5 pairs/s x 8
-    assert peer.translation_speed(TRANSLATE_LOG) == 4.0
+    assert figures == {"updates": 10, "epoch": 0, "samples": 675, "time_cost": 1.581, "train_perplexity": 3839.359068,
+                       "validation_perplexity": 3683.178572, "learning_rate": 0.000055, "checkpoints": 2,
+                       "train_seconds": 4.89, "samples_per_s": 138.037, "updates_per_s": 2.045}  # fmt: skip
+    assert peer.checkpoints(TRAIN_LOG)[0]["validation_perplexity"] == 3994.077225
+    assert peer.tokens_per_second(figures, {"source": 300, "target": 500}, 100) == 1104.3  # 138.037 pairs/s x 8
+    assert peer.translation_speed(TRANSLATE_LOG) == 1.9174
     assert peer.hypotheses("Ġa Ġb\n\nĠc \n", 3) == ["Ġa Ġb", "", "Ġc"]
     with pytest.raises(ValueError, match="wrote 2 hypotheses for 3 test sentences"):
         peer.hypotheses("Ġa\nĠb\n", 3)
@@ -209,8 +219,8 @@ def test_a_run_averages_the_newest_checkpoints_and_decodes_every_test_sentence(j
     assert (model / "params.best").resolve() == (model / "params.averaged").resolve()
     assert (model / "params.00002").read_text() == "checkpoint 2"  # the link was replaced, not written through
     assert "loaded checkpoint 2 checkpoint 3 checkpoint 4" in (job.work / "translate.log").read_text()
-    assert done.train_stats["updates"] == 10 and done.decode_sentences_per_s == 4.0
-    assert done.train_tokens_per_s == 1215.0  # 202.5 pairs/s x (5 + 7) tokens / 2 pairs
+    assert done.train_stats["updates"] == 10 and done.decode_sentences_per_s == 1.9174
+    assert done.train_tokens_per_s == 828.2  # 138.037 pairs/s x (5 + 7) tokens / 2 pairs
     assert [command.split()[0].rsplit("/", 1)[-1] for command in done.commands] == [
         "sockeye-train", "sockeye-average", "sockeye-translate"]  # fmt: skip
     assert json.loads((job.work / "vocab.json").read_text())["Ġc"] == 6
