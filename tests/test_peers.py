@@ -187,7 +187,7 @@ def test_the_command_line_takes_a_short_check_and_refuses_a_count_under_one(monk
         run.parse_args(["--system", "fairseq", "--max-updates", "0"])
     assert capsys.readouterr().err.splitlines()[-1] == "run.py: error: --max-updates must be at least 1, got 0"
     with pytest.raises(SystemExit):
-        run.parse_args(["--system", "sockeye"])  # not run yet: refused by argparse
+        run.parse_args(["--system", "marian"])  # no such peer: refused by argparse
 
 
 def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(exported, tmp_path):

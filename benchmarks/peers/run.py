@@ -1,18 +1,19 @@
-"""hf_vanilla beside fairseq and OpenNMT-py (and, to come, Sockeye) on the same data, tokenizer and budget: one
-command a run, one JSON record a run.
+"""hf_vanilla beside fairseq, OpenNMT-py and Sockeye on the same data, tokenizer and budget: one command a run, one
+JSON record a run.
 
     python benchmarks/peers/run.py --task translation --system fairseq --seed 1
     python benchmarks/peers/run.py --task translation --system opennmt-py --seed 1
+    python benchmarks/peers/run.py --task translation --system sockeye --seed 1
     python benchmarks/peers/run.py --task translation --system hf_vanilla --seed 1
     python benchmarks/peers/run.py --task translation --system fairseq --seed 1 --max-updates 20 --save-every 5 \
         --eval-every 10 --test-limit 20 --results-dir /tmp/peers        # a short check of every step, no figure
 
 A peer run makes or reuses the peer's own environment (`peer_venvs.INSTALL`, outside the repository), writes the
 demo's splits in the demo's own shared BPE pieces (`split_pieces`), trains and decodes with the demo preset's settings
-mapped flag by flag (`settings_table`, printed side by side), scores the outputs with the project's sacreBLEU, and
-writes `benchmarks/results/peers-<task>-<system>-seed<S>-<date>.json` (`peer_record`). `--system hf_vanilla` runs
-the recipe itself (`accelerate launch --quiet --cpu --num_processes 1 recipes/wmt_ende.py --preset demo`) and
-records it the same way.
+mapped flag by flag (`settings_table`, `sockeye_settings`; printed side by side), scores the outputs with the
+project's sacreBLEU, and writes `benchmarks/results/peers-<task>-<system>-seed<S>-<date>.json` (`peer_record`).
+`--system hf_vanilla` runs the recipe itself (`accelerate launch --quiet --cpu --num_processes 1 recipes/wmt_ende.py
+--preset demo`) and records it the same way.
 """
 
 import argparse
@@ -33,6 +34,7 @@ from peer_process import PeerJob, PeerRun
 from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, write_record
 from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
 from settings_table import Row, as_records, demo_settings, fairseq_rows, render
+from sockeye_peer import run_sockeye, sockeye_rows
 from split_pieces import LANGUAGES, demo_corpus, export_splits, shared_tokenizer, text_from_pieces
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -51,6 +53,7 @@ class Peer:
 PEERS = {
     "fairseq": Peer("fairseq", fairseq_rows, run_fairseq),
     "opennmt-py": Peer("opennmt", opennmt_rows, run_opennmt),
+    "sockeye": Peer("sockeye", sockeye_rows, run_sockeye),
 }
 # The recipe's own figure counts its pauses, which a peer's may leave out: the comparison then errs against hf_vanilla.
 RECIPE_TOKENS_BASIS = (
