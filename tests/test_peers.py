@@ -238,3 +238,28 @@ def test_a_run_beside_other_work_is_marked_shared(monkeypatch):
     monkeypatch.setattr(record_module.os, "getloadavg", lambda: (5.0, 4.0, 2.7))
     assert record_module.machine_load(2) == {"load_average": [5.0, 4.0, 2.7], "machine_shared": True}
     assert record_module.machine_load(4)["machine_shared"] is False
+
+
+def test_the_ct2_row_decodes_with_length_normalization_and_one_limit_the_recipe_s_beam_otherwise():
+    """CTranslate2 cannot express GNMT's penalty or a per-source limit: its row's options say what it runs instead
+    (the demo's beam and alpha, one limit of the longest source + the offset), and its table names both."""
+    from hf_vanilla.configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
+    from hf_vanilla.ct2 import translate_options
+
+    ct2_row = peer_module("ct2_row")
+    generation = VanillaGenerationConfig.from_model_config(VanillaTransformerConfig.from_size("demo"))
+    tokens = [f"t{i}" for i in range(generation.eos_token_id + 1)]
+    with pytest.raises(ValueError, match="length_penalty_style"):
+        translate_options(generation, tokens)
+    options = translate_options(generation, tokens, **ct2_row.ct2_settings(longest_source=17, offset=50))
+    assert (options["beam_size"], options["length_penalty"], options["max_decoding_length"]) == (4, 0.6, 67)
+    run = peer_module("run")
+    assert [row.setting for row in run.ct2_rows() if not row.matched] == ["length penalty", "maximum output"]
+
+
+def test_the_ct2_row_needs_the_hf_vanilla_run_of_its_seed(tmp_path, capsys):
+    run = peer_module("run")
+    with pytest.raises(SystemExit, match="holds no finished hf_vanilla run: run --system hf_vanilla first"):
+        run.main(["--system", "hf_vanilla-ct2", "--seed", "3", "--work-dir", str(tmp_path), "--results-dir",
+                  str(tmp_path)])  # fmt: skip
+    assert not list(tmp_path.glob("peers-*.json"))

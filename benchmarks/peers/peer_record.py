@@ -31,6 +31,11 @@ def peak_child_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
 
 
+def peak_own_rss_mb() -> float:
+    """The largest resident set of this process so far, in MiB."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def device(threads: int | None) -> dict:
     """Where the run ran: CPU, the cores it may use and the machine's."""
     return {"kind": "cpu", "processor": platform.processor() or platform.machine(), "threads": threads,

@@ -28,10 +28,11 @@ from pathlib import Path
 
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 
+from ct2_row import CT2_DIFFERENCES, decode_with_ct2
 from fairseq_peer import run_fairseq
 from opennmt_peer import opennmt_rows, run_opennmt
 from peer_process import PeerJob, PeerRun
-from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, write_record
+from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, peak_own_rss_mb, write_record
 from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
 from settings_table import Row, as_records, demo_settings, fairseq_rows, render
 from sockeye_peer import run_sockeye, sockeye_rows
@@ -60,7 +61,8 @@ RECIPE_TOKENS_BASIS = (
     "the recipe's source + target tokens (</s> included) / training seconds (its validation and checkpoint saving "
     "included)"
 )
-READY = ("hf_vanilla", *PEERS)  # the systems this script runs so far
+CT2 = "hf_vanilla-ct2"  # the CTranslate2 export of the hf_vanilla run of the same seed, in its own row
+READY = ("hf_vanilla", CT2, *PEERS)  # the systems this script runs so far
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -165,6 +167,40 @@ def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict
     }
 
 
+def run_ct2(args: argparse.Namespace, settings: dict, work: Path) -> dict:
+    """The CTranslate2 export of the finished hf_vanilla run of the same seed (`work`: that run's folder), decoded on
+    the test split at the demo's beam (`ct2_row`) and scored; its training figures are that run's."""
+    output = work / "run"
+    if not (output / "results.json").is_file():
+        raise SystemExit(f"run.py: error: {output} holds no finished hf_vanilla run: run --system hf_vanilla first")
+    results = json.loads((output / "results.json").read_text())
+    pairs = demo_corpus(settings)["test"]["translation"][: args.test_limit]
+    references = [p[LANGUAGES[1]] for p in pairs]
+    done = decode_with_ct2(output / "final", [p[LANGUAGES[0]] for p in pairs], args.threads)
+    bleu, signature = sacrebleu_score(done["outputs"], references)
+    rows = ct2_rows()
+    return {
+        "quality": {"metric": "sacrebleu", "value": bleu, "signature": signature},
+        "tokenized_bleu": tokenized_bleu(done["outputs"], references, LANGUAGES[1]),
+        "train_tokens_per_s": results["train_tokens_per_second"],
+        "train_tokens_per_s_basis": RECIPE_TOKENS_BASIS + ": the hf_vanilla run whose model is exported",
+        "decode_sentences_per_s": round(len(pairs) / done["seconds"], 2),
+        "train_s": results["train_seconds"],
+        "wall_s": round(results["train_seconds"] + done["seconds"], 1),
+        "wall_s_basis": "the exported run's training seconds + CTranslate2's decoding seconds",
+        "peak_rss_mb": max(peak_child_rss_mb(), peak_own_rss_mb()),
+        "exported_run": str(output),
+        "ct2_options": done["options"],
+        "rows": rows,
+    }
+
+
+def ct2_rows() -> list[Row]:
+    """How the export's decoding differs from the recipe's (`ct2_row.CT2_DIFFERENCES`)."""
+    return [Row(name, ours, theirs, "CTranslate2 cannot express it", matched=False)
+            for name, ours, theirs in CT2_DIFFERENCES]  # fmt: skip
+
+
 def timed_decoding(model_folder: Path, test_limit: int | None, threads: int | None) -> float:
     """Sentences a second of the final model's beam search (its generation config: the demo's beam) over the test
     split (its first `test_limit` pairs), as the recipe decodes it, on `threads` CPU threads."""
@@ -189,13 +225,16 @@ def timed_decoding(model_folder: Path, test_limit: int | None, threads: int | No
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     settings = run_settings(args)
-    work = args.work_dir or Path("/tmp/peers") / f"{args.task}-{args.system}-{args.seed}"
+    # The CTranslate2 row reads the hf_vanilla run of its seed: by default, that run's folder.
+    folder_system = "hf_vanilla" if args.system == CT2 else args.system
+    work = args.work_dir or Path("/tmp/peers") / f"{args.task}-{folder_system}-{args.seed}"
     work.mkdir(parents=True, exist_ok=True)
     peer = PEERS.get(args.system, PEERS["fairseq"])  # hf_vanilla's run is shown against fairseq's flags
     print(render(peer.rows(settings), args.system if args.system in PEERS else "fairseq"), flush=True)
     start = time.perf_counter()
     figures = run_fairseq_or_recipe(args, settings, work)
-    wall = time.perf_counter() - start
+    wall = figures.pop("wall_s", time.perf_counter() - start)
+    peak_rss = figures.pop("peak_rss_mb", peak_child_rss_mb())
     rows = figures.pop("rows")
     record = {
         "task": args.task,
@@ -203,7 +242,7 @@ def main(argv: list[str] | None = None) -> dict:
         "seed": args.seed,
         **figures,
         "wall_s": round(wall, 1),
-        "peak_rss_mb": peak_child_rss_mb(),
+        "peak_rss_mb": peak_rss,
         "device": device(args.threads),
         "short_check": short_check(args),
         **machine_load(args.threads),
@@ -220,6 +259,8 @@ def run_fairseq_or_recipe(args: argparse.Namespace, settings: dict, work: Path) 
     """The run of `args.system`."""
     if args.system == "hf_vanilla":
         return run_hf_vanilla(args, settings, work)
+    if args.system == CT2:
+        return run_ct2(args, settings, work)
     return run_peer(args, settings, work)
 
 
