@@ -41,7 +41,7 @@ def aeslc(tmp_path_factory) -> Path:
     return write_aeslc(tmp_path_factory.mktemp("aeslc"), {"train": 40, "dev": 3, "test": 6})
 
 
-SMALL = {"preset": "demo", "vocab_size": 300, "lowercase": True, "max_source_tokens": 12, "max_target_tokens": 8}
+SMALL = {"preset": "demo", "vocab_size": 1000, "lowercase": True, "max_source_tokens": 12, "max_target_tokens": 8}
 SMALL |= {"max_length": None, "max_length_ratio": None}
 
 
