@@ -173,9 +173,9 @@ def test_every_row_s_flag_is_passed_with_its_value(copy):
         "--beam": "4", "--lenpen": "3.0", "--no-repeat-ngram-size": "3", "--min-len": "1", "--max-len-a": "0",
         "--max-len-b": "64", "--max-tokens": "4000", "--required-batch-size-multiple": "1",
     }  # fmt: skip
-    unmatched = table.render(rows, "fairseq").splitlines()[-1]
+    unmatched = peer_module("settings_table").render(rows, "fairseq").splitlines()[-1]
     copying = "p_gen inputs, copied positions, force copy, pointer smoothing, " if copy else ""
-    tail = "length penalty, stutter ban" + (", whole-word copy" if copy else "")
+    tail = "length penalty, no repeated n-gram, stutter ban" + (", whole-word copy" if copy else "")
     assert unmatched == f"fairseq cannot match: {copying}learning rate, batching, validation, initialisation, {tail}."
 
 

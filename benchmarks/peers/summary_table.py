@@ -196,7 +196,15 @@ def _summary_decoding_rows(s: dict) -> list[Row]:
             "fairseq-generate has no GNMT penalty; the same alpha under its formula (the demo tuned it for GNMT's)",
             matched=False,
         ),
-        Row("no repeated n-gram", f"no {n}-gram of pieces twice", f"--no-repeat-ngram-size {n}"),
+        Row(
+            "no repeated n-gram",
+            f"no {n}-gram of pieces twice",
+            f"--no-repeat-ngram-size {n}",
+            "passed, but without its CUDA extension fairseq 0.12 compares the last n-1 slots of its padded token "
+            "buffer, not of the hypothesis (fairseq issues 4709, 5206): on a CPU it blocks nothing (the short check "
+            "wrote 'Ġthe Ġthe Ġthe Ġthe')",
+            matched=False,
+        ),
         Row(
             "shortest summary", f"{s['min_new_tokens']} pieces (</s> not counted)", f"--min-len {s['min_new_tokens']}"
         ),
