@@ -1,12 +1,20 @@
 """fairseq 0.12 (`fairseq-fixed`) on the exported pieces: binarize, train, average the last checkpoints, decode the
-test split. Every step is a command of the peer's own environment; the figures come from its logs."""
+test split. Every step is a command of the peer's own environment; the figures come from its logs. The same steps run
+every task: translation's `transformer`, and summarization's `transformer_pointer_generator` (its
+`examples/pointer_generator`, loaded with `--user-dir`) or, without copying, `transformer`."""
 
 import json
 import re
 from pathlib import Path
 
 from peer_process import PeerJob, PeerRun, environment, run_logged
-from settings_table import fairseq_generate_flags, fairseq_train_flags
+from settings_table import Row, fairseq_generate_flags, fairseq_rows, fairseq_train_flags
+from summary_table import (
+    POINTER_GENERATOR_SRC,
+    fairseq_summary_generate_flags,
+    fairseq_summary_rows,
+    fairseq_summary_train_flags,
+)
 
 # fairseq's averaging script, from its repository (scripts/average_checkpoints.py), is not in every installed
 # package: where the environment lacks it, this does what it does for --num-update-checkpoints (the mean of each
@@ -113,19 +121,21 @@ def find_average_script(bin_folder: Path) -> Path | None:
 
 
 def run_fairseq(job: PeerJob) -> PeerRun:
-    """Binarizes the job's pieces (with their dict.txt), trains with the settings' flags, averages the last
-    checkpoints and decodes the test split (every pair, checked) at the demo's beam; logs in the job's folder."""
+    """Binarizes the job's pieces (with their dict.txt), trains with the flags of the job's task (`task_flags`),
+    averages the last checkpoints and decodes the test split (every pair, checked) at the demo's beam; logs in the
+    job's folder."""
     work, bin_folder, settings = job.work, job.bin_folder, job.settings
     work.mkdir(parents=True, exist_ok=True)
     env, commands = environment(job.threads, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1"), []
     binarized, checkpoints = work / "bin", work / "checkpoints"
-    run_logged(preprocess_command(job.data, binarized, bin_folder), work / "preprocess.log", env, commands)
+    run_logged(preprocess_command(job.data, binarized, bin_folder, job.sides), work / "preprocess.log", env, commands)
+    train_flags, generate_flags = task_flags(job)
     train = [
         str(bin_folder / "fairseq-train"),
         str(binarized),
         "--cpu",
         *("--save-dir", str(checkpoints), "--log-format", "json", "--log-interval", "10"),
-        *fairseq_train_flags(settings, job.seed),
+        *train_flags,
     ]
     train_seconds = run_logged(train, work / "train.log", env, commands)
     stats = train_figures((work / "train.log").read_text())
@@ -138,7 +148,7 @@ def run_fairseq(job: PeerJob) -> PeerRun:
         str(binarized),
         "--cpu",
         *("--path", str(averaged), "--gen-subset", "test", "--seed", str(job.seed)),
-        *fairseq_generate_flags(settings),
+        *generate_flags,
     ]
     decode_seconds = run_logged(generate, work / "generate.log", env, commands)
     output = (work / "generate.log").read_text()
@@ -161,12 +171,46 @@ def run_fairseq(job: PeerJob) -> PeerRun:
     )
 
 
-def preprocess_command(data: Path, binarized: Path, bin_folder: Path) -> list[str]:
-    """fairseq-preprocess of the exported splits into `binarized`, with the tokenizer's dictionary on both sides."""
+def task_flags(job: PeerJob) -> tuple[list[str], list[str]]:
+    """fairseq-train's flags (after the data folder and its own) and fairseq-generate's for the job's task:
+    translation's (`settings_table`), or summarization's (`summary_table`; the pointer-generator's code from the
+    environment's fairseq package where the settings copy)."""
+    settings = job.settings
+    if job.task == "translation":
+        return fairseq_train_flags(settings, job.seed), fairseq_generate_flags(settings)
+    if job.task != "summarization":
+        raise ValueError(f"fairseq runs translation and summarization, not {job.task}")
+    user_dir = str(pointer_generator_source(job.bin_folder)) if settings["pointer_generator"] else None
+    train = fairseq_summary_train_flags(settings, job.seed, user_dir)
+    return train, fairseq_summary_generate_flags(settings, user_dir)
+
+
+def pointer_generator_source(bin_folder: Path) -> Path:
+    """fairseq's `examples/pointer_generator/pointer_generator_src` in the environment of `bin_folder` (installed with
+    the package by fairseq-fixed), the folder `--user-dir` loads `transformer_pointer_generator` from."""
+    found = sorted(bin_folder.parent.glob(f"lib/python*/site-packages/{POINTER_GENERATOR_SRC}/transformer_pg.py"))
+    if not found:
+        raise FileNotFoundError(f"no {POINTER_GENERATOR_SRC} in the environment of {bin_folder}")
+    return found[0].parent
+
+
+def fairseq_table(settings: dict) -> list[Row]:
+    """fairseq's side of the settings table for the task of `settings`: `fairseq_rows` (translation) or
+    `fairseq_summary_rows`."""
+    if settings.get("task", "translation") == "summarization":
+        return fairseq_summary_rows(settings)
+    return fairseq_rows(settings)
+
+
+def preprocess_command(
+    data: Path, binarized: Path, bin_folder: Path, sides: tuple[str, str] = ("en", "de")
+) -> list[str]:
+    """fairseq-preprocess of the exported splits (files suffixed by `sides`, source and target) into `binarized`, with
+    the tokenizer's dictionary on both sides (the same dictionary: a pointer-generator needs it joined)."""
     dictionary = str(data / "dict.txt")
     return [
         str(bin_folder / "fairseq-preprocess"),
-        *("--source-lang", "en", "--target-lang", "de"),
+        *("--source-lang", sides[0], "--target-lang", sides[1]),
         *("--trainpref", str(data / "train"), "--validpref", str(data / "valid"), "--testpref", str(data / "test")),
         *("--srcdict", dictionary, "--tgtdict", dictionary, "--destdir", str(binarized), "--workers", "1"),
     ]

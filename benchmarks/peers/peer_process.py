@@ -12,8 +12,9 @@ from pathlib import Path
 class PeerJob:
     """One peer run's inputs: the exported pieces (`split_pieces.export_splits`), a folder of its own, the bin folder
     of its environment, the demo's settings (`settings_table.demo_settings`), the seed, its CPU threads (None: the
-    peer's default), the test pairs it must decode (checked) and the training split's tokens ({"source", "target"},
-    </s> counted)."""
+    peer's default), the test pairs it must decode (checked), the training split's tokens ({"source", "target"},
+    </s> counted), the task (`run.TASKS`: translation unless said) and the suffixes of its exported files (source,
+    target: `en`, `de` for translation)."""
 
     data: Path
     work: Path
@@ -23,6 +24,8 @@ class PeerJob:
     threads: int | None
     test_pairs: int | None
     train_tokens: dict
+    task: str = "translation"
+    sides: tuple[str, str] = ("en", "de")
 
 
 @dataclass

@@ -10,10 +10,20 @@ JSON record a run.
 
 A peer run makes or reuses the peer's own environment (`peer_venvs.INSTALL`, outside the repository), writes the
 demo's splits in the demo's own shared BPE pieces (`split_pieces`), trains and decodes with the demo preset's settings
-mapped flag by flag (`settings_table`, `sockeye_settings`; printed side by side), scores the outputs with the
-project's sacreBLEU, and writes `benchmarks/results/peers-<task>-<system>-seed<S>-<date>.json` (`peer_record`).
-`--system hf_vanilla` runs the recipe itself (`accelerate launch --quiet --cpu --num_processes 1 recipes/wmt_ende.py
---preset demo`) and records it the same way.
+mapped flag by flag (`settings_table`, `sockeye_settings`, `summary_table`; printed side by side), scores the outputs
+with the project's own scorers, and writes `benchmarks/results/peers-<task>-<system>-seed<S>-<date>.json`
+(`peer_record`). `--system hf_vanilla` runs the recipe itself (`accelerate launch --quiet --cpu --num_processes 1
+recipes/wmt_ende.py --preset demo`) and records it the same way; `--system hf_vanilla-ct2` decodes that run's
+CTranslate2 export (`ct2_row`).
+
+    python benchmarks/peers/run.py --task summarization --system fairseq --seed 1          # the pointer-generator
+    python benchmarks/peers/run.py --task summarization --system fairseq-no-copy --seed 1  # its plain transformer
+    python benchmarks/peers/run.py --task summarization --system hf_vanilla-no-copy --seed 1
+
+A task (`TASKS`) says how its splits are exported as the demo's pieces, how hypotheses are scored with the project's
+own scorer (sacreBLEU; ROUGE against AESLC's @subject), which recipe hf_vanilla runs and which of its results hold
+the quality. Summarization's systems also run without the copy mechanism (a `-no-copy` suffix: fairseq's
+`transformer`, the recipe's `--no-pointer-generator`, each with the preset's settings for that model).
 """
 
 import argparse
@@ -26,33 +36,45 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hf_vanilla.data.summaries import SIDES
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 
 from ct2_row import CT2_DIFFERENCES, decode_with_ct2
-from fairseq_peer import run_fairseq
+from fairseq_peer import fairseq_table, run_fairseq
 from opennmt_peer import opennmt_rows, run_opennmt
 from peer_process import PeerJob, PeerRun
 from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, peak_own_rss_mb, write_record
 from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
-from settings_table import Row, as_records, demo_settings, fairseq_rows, render
+from settings_table import Row, as_records, demo_settings, fairseq_rows, render  # noqa: F401  (fairseq_rows public)
 from sockeye_peer import run_sockeye, sockeye_rows
-from split_pieces import LANGUAGES, demo_corpus, export_splits, shared_tokenizer, text_from_pieces
+from split_pieces import LANGUAGES, Exported, demo_corpus, export_splits, shared_tokenizer, text_from_pieces
+from summary_pieces import (
+    export_summaries,
+    score_summary_file,
+    summary_corpus,
+    summary_results,
+    summary_test_inputs,
+    summary_tokenizer,
+)
+from summary_table import summarization_settings
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-TASKS = ("translation",)
+NO_COPY = "-no-copy"  # a system's variant without the copy mechanism (summarization)
 
 
 @dataclass(frozen=True)
 class Peer:
-    """A peer toolkit: its environment's name (`peer_venvs.INSTALL`), its side of the settings table and its run."""
+    """A peer toolkit: its environment's name (`peer_venvs.INSTALL`), its side of the settings table (for the
+    settings of any task it runs: `settings["task"]`), its run, and the tasks it runs."""
 
     venv: str
     rows: Callable[[dict], list[Row]]
     run: Callable[[PeerJob], PeerRun]
+    tasks: tuple[str, ...] = ("translation",)
 
 
 PEERS = {
-    "fairseq": Peer("fairseq", fairseq_rows, run_fairseq),
+    "fairseq": Peer("fairseq", fairseq_table, run_fairseq, ("translation", "summarization")),
     "opennmt-py": Peer("opennmt", opennmt_rows, run_opennmt),
     "sockeye": Peer("sockeye", sockeye_rows, run_sockeye),
 }
@@ -65,10 +87,110 @@ CT2 = "hf_vanilla-ct2"  # the CTranslate2 export of the hf_vanilla run of the sa
 READY = ("hf_vanilla", CT2, *PEERS)  # the systems this script runs so far
 
 
+@dataclass(frozen=True)
+class Task:
+    """A task of the comparison. `settings(preset, copy, overrides)`: the demo's settings a peer matches (`copy`
+    False: the model without the copy mechanism); `export(settings, work, args)`: its splits written as the demo's
+    own pieces, and the tokenizer; `score(hypotheses, exported folder)`: the record's `quality` and other figures by
+    the project's own scorer; `recipe`: the script hf_vanilla runs; `from_results(results.json)`: the same figures
+    from the recipe's results; `test_inputs(settings, test_limit)`: the test inputs the recipe decodes and
+    `generate_texts`' keywords for them; `sides`: the exported files' suffixes; `no_copy_flags`: the recipe's flags
+    without the copy mechanism (none: the task has no `-no-copy` variant)."""
+
+    settings: Callable[[str, bool, dict], dict]
+    export: Callable[[dict, Path, argparse.Namespace], tuple[Exported, object]]
+    score: Callable[[list[str], Path], dict]
+    recipe: str
+    from_results: Callable[[dict], dict]
+    test_inputs: Callable[[dict, int | None], tuple[list[str], dict]]
+    sides: tuple[str, str]
+    no_copy_flags: tuple[str, ...] = ()
+
+
+def translation_settings(preset: str, copy: bool, overrides: dict) -> dict:
+    """The translation demo's settings (`demo_settings`); it has no copy mechanism."""
+    return demo_settings(preset, **overrides)
+
+
+def export_translation(settings: dict, work: Path, args: argparse.Namespace) -> tuple[Exported, object]:
+    """The Bible demo's splits in its shared BPE (trained in `work/tokenizer`, or --tokenizer-from's)."""
+    corpus = demo_corpus(settings)
+    tokenizer = shared_tokenizer(
+        work / "tokenizer", corpus["train"], settings["vocab_size"], "bible", args.tokenizer_from
+    )
+    return export_splits(corpus, tokenizer, work / "data", settings, args.test_limit), tokenizer
+
+
+def score_translation(hypotheses: list[str], folder: Path) -> dict:
+    """sacreBLEU (with its signature) and the tokenized BLEU of `hypotheses` against the exported raw references."""
+    references = (folder / f"test.raw.{LANGUAGES[1]}").read_text(encoding="utf-8").splitlines()
+    bleu, signature = sacrebleu_score(hypotheses, references)
+    return {
+        "quality": {"metric": "sacrebleu", "value": bleu, "signature": signature},
+        "tokenized_bleu": tokenized_bleu(hypotheses, references, LANGUAGES[1]),
+    }
+
+
+def translation_results(results: dict) -> dict:
+    """The translation recipe's sacreBLEU, signature and tokenized BLEU from its results.json."""
+    return {
+        "quality": {"metric": "sacrebleu", "value": results["sacrebleu"], "signature": results["sacrebleu_signature"]},
+        "tokenized_bleu": results.get("tokenized_bleu"),
+    }
+
+
+def translation_inputs(settings: dict, test_limit: int | None) -> tuple[list[str], dict]:
+    """The demo's test sources (the first `test_limit`), decoded with the model's own settings."""
+    pairs = demo_corpus(settings)["test"]
+    return [p[LANGUAGES[0]] for p in pairs["translation"]][:test_limit], {}
+
+
+def summarization_task_settings(preset: str, copy: bool, overrides: dict) -> dict:
+    """The summarization demo's settings (`summarization_settings`), with or without copying."""
+    return summarization_settings(preset, copy, **overrides)
+
+
+def export_summarization(settings: dict, work: Path, args: argparse.Namespace) -> tuple[Exported, object]:
+    """The AESLC demo's splits in its lower-casing BPE (trained in `work/tokenizer`, or --tokenizer-from's)."""
+    corpus, dataset = summary_corpus(settings)
+    tokenizer = summary_tokenizer(work / "tokenizer", corpus["train"], settings, dataset, args.tokenizer_from)
+    return export_summaries(corpus, tokenizer, work / "data", settings, args.test_limit), tokenizer
+
+
+TASKS = {
+    "translation": Task(
+        settings=translation_settings,
+        export=export_translation,
+        score=score_translation,
+        recipe="recipes/wmt_ende.py",
+        from_results=translation_results,
+        test_inputs=translation_inputs,
+        sides=LANGUAGES,
+    ),
+    "summarization": Task(
+        settings=summarization_task_settings,
+        export=export_summarization,
+        score=score_summary_file,
+        recipe="recipes/summarize.py",
+        from_results=summary_results,
+        test_inputs=summary_test_inputs,
+        sides=SIDES,
+        no_copy_flags=("--no-pointer-generator",),
+    ),
+}
+
+
+def split_system(system: str) -> tuple[str, bool]:
+    """A system's name without its variant's suffix, and whether it copies (False for a `-no-copy` variant)."""
+    if system.endswith(NO_COPY):
+        return system[: -len(NO_COPY)], False
+    return system, True
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=TASKS, default="translation")
-    parser.add_argument("--system", choices=READY, required=True)
+    parser.add_argument("--system", choices=(*READY, *(system + NO_COPY for system in READY)), required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--preset", default="demo", help="The recipe's preset whose settings are matched.")
     parser.add_argument("--work-dir", type=Path, help="Data, checkpoints, logs (default: /tmp/peers/TASK-SYSTEM-S).")
@@ -85,14 +207,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("max_updates", "save_every", "test_limit", "threads"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    system, copy = split_system(args.system)
+    if system in PEERS and args.task not in PEERS[system].tasks:
+        parser.error(f"{system} runs {', '.join(PEERS[system].tasks)} here, not {args.task}")
+    if system.startswith(CT2) and args.task != "translation":
+        parser.error(f"{CT2} decodes a translation model: CTranslate2 has no copy mechanism")
+    if not copy and not TASKS[args.task].no_copy_flags:
+        parser.error(f"{args.task} has no copy mechanism: --system {system}, without {NO_COPY}")
     return args
 
 
 def run_settings(args: argparse.Namespace) -> dict:
-    """The preset's settings with the short check's overrides."""
-    return demo_settings(
-        args.preset, max_steps=args.max_updates, save_every=args.save_every, eval_every=args.eval_every
-    )
+    """The preset's settings for the task and system (its `-no-copy` variant's), with the short check's overrides."""
+    overrides = dict(max_steps=args.max_updates, save_every=args.save_every, eval_every=args.eval_every)
+    return TASKS[args.task].settings(args.preset, split_system(args.system)[1], overrides)
 
 
 def short_check(args: argparse.Namespace) -> bool:
@@ -101,25 +229,19 @@ def short_check(args: argparse.Namespace) -> bool:
 
 
 def run_peer(args: argparse.Namespace, settings: dict, work: Path) -> dict:
-    """Exports the splits, runs the peer, scores it; the record's figures."""
-    peer = PEERS[args.system]
+    """Exports the task's splits, runs the peer, scores it; the record's figures."""
+    task, peer = TASKS[args.task], PEERS[split_system(args.system)[0]]
     bin_folder = ensure_venv(peer.venv, args.venvs)
-    corpus = demo_corpus(settings)
-    tokenizer = shared_tokenizer(
-        work / "tokenizer", corpus["train"], settings["vocab_size"], "bible", args.tokenizer_from
-    )
-    exported = export_splits(corpus, tokenizer, work / "data", settings, args.test_limit)
+    exported, tokenizer = task.export(settings, work, args)
     job = PeerJob(exported.folder, work / args.system, bin_folder, settings, args.seed, args.threads,
-                  exported.counts["test"], exported.tokens["train"])  # fmt: skip
+                  exported.counts["test"], exported.tokens["train"], args.task, task.sides)  # fmt: skip
     done = peer.run(job)
-    references = (exported.folder / f"test.raw.{LANGUAGES[1]}").read_text(encoding="utf-8").splitlines()
     hypotheses = [text_from_pieces(line, tokenizer) for line in done.hypotheses]
+    job.work.mkdir(parents=True, exist_ok=True)
     (job.work / "hypotheses.txt").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
-    bleu, signature = sacrebleu_score(hypotheses, references)
     rows = peer.rows(settings)
     return {
-        "quality": {"metric": "sacrebleu", "value": bleu, "signature": signature},
-        "tokenized_bleu": tokenized_bleu(hypotheses, references, LANGUAGES[1]),
+        **task.score(hypotheses, exported.folder),
         "train_tokens_per_s": done.train_tokens_per_s,
         "train_tokens_per_s_basis": done.train_tokens_basis,
         "decode_sentences_per_s": done.decode_sentences_per_s,
@@ -127,7 +249,8 @@ def run_peer(args: argparse.Namespace, settings: dict, work: Path) -> dict:
         "decode_s": round(done.decode_seconds, 1),
         "train_stats": done.train_stats,
         "averaged_checkpoints": done.averaged,
-        "data": {"pairs": exported.counts, "tokens": exported.tokens, "train_dropped": exported.dropped},
+        "data": {"pairs": exported.counts, "tokens": exported.tokens, "train_dropped": exported.dropped}
+        | exported.details,
         "install": install_line(peer.venv),
         "peer_commands": done.commands,
         "settings_table": render(rows, args.system),
@@ -135,27 +258,35 @@ def run_peer(args: argparse.Namespace, settings: dict, work: Path) -> dict:
     }
 
 
-def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict:
-    """The recipe itself, launched as its docs launch it, then its final model's test decoding timed."""
-    output = work / "run"
-    command = ["accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1", "recipes/wmt_ende.py"]
+def recipe_command(args: argparse.Namespace, output: Path) -> list[str]:
+    """The task's recipe launched as its docs launch it, with the run's seed, the short check's budget and, for a
+    `-no-copy` system, the recipe's flags without the copy mechanism."""
+    task = TASKS[args.task]
+    command = ["accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1", task.recipe]
     if args.threads:  # accelerate launch sets the threads itself (OMP_NUM_THREADS) from this flag
         command[6:6] = ["--num_cpu_threads_per_process", str(args.threads)]
     command += ["--preset", args.preset, "--seed", str(args.seed), "--output-dir", str(output)]
     command += ["--overwrite-output-dir"]
+    command += [] if split_system(args.system)[1] else list(task.no_copy_flags)
     for flag, value in (("--max-steps", args.max_updates), ("--save-every", args.save_every)):
         command += [flag, str(value)] if value is not None else []
     command += ["--eval-every", str(args.eval_every)] if args.eval_every is not None else []
     command += ["--eval-sentences", str(args.test_limit)] if args.test_limit is not None else []
+    return command
+
+
+def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict:
+    """The recipe itself, launched as its docs launch it, then its final model's test decoding timed."""
+    output = work / "run"
+    command = recipe_command(args, output)
     env = dict(os.environ, **({"OMP_NUM_THREADS": str(args.threads)} if args.threads else {}))
     start = time.perf_counter()
     subprocess.run(command, cwd=REPOSITORY, check=True, env=env)
     train_and_test_s = time.perf_counter() - start
     results = json.loads((output / "results.json").read_text())
-    speed = timed_decoding(output / "final", args.test_limit, args.threads)
+    speed = timed_decoding(output / "final", args.test_limit, args.threads, args.task, settings)
     return {
-        "quality": {"metric": "sacrebleu", "value": results["sacrebleu"], "signature": results["sacrebleu_signature"]},
-        "tokenized_bleu": results.get("tokenized_bleu"),
+        **TASKS[args.task].from_results(results),
         "train_tokens_per_s": results["train_tokens_per_second"],
         "train_tokens_per_s_basis": RECIPE_TOKENS_BASIS,
         "decode_sentences_per_s": speed,
@@ -163,7 +294,7 @@ def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict
         "recipe_s": round(train_and_test_s, 1),
         "averaged_checkpoints": results.get("averaged_checkpoints"),
         "recipe_command": " ".join(command),
-        "rows": fairseq_rows(settings),
+        "rows": PEERS["fairseq"].rows(settings),
     }
 
 
@@ -201,24 +332,30 @@ def ct2_rows() -> list[Row]:
             for name, ours, theirs in CT2_DIFFERENCES]  # fmt: skip
 
 
-def timed_decoding(model_folder: Path, test_limit: int | None, threads: int | None) -> float:
-    """Sentences a second of the final model's beam search (its generation config: the demo's beam) over the test
-    split (its first `test_limit` pairs), as the recipe decodes it, on `threads` CPU threads."""
+def timed_decoding(
+    model_folder: Path,
+    test_limit: int | None,
+    threads: int | None,
+    task: str = "translation",
+    settings: dict | None = None,
+) -> float:
+    """Sentences a second of the final model's beam search (its generation config: the demo's beam) over the task's
+    test split (its first `test_limit` items, read as the recipe reads them: `Task.test_inputs`), on `threads` CPU
+    threads."""
     import torch
 
     from hf_vanilla import VanillaTransformerForConditionalGeneration
     from hf_vanilla.decoding import generate_texts
     from hf_vanilla.tokenization import load_tokenizer
 
-    settings = demo_settings()
-    pairs = demo_corpus(settings)["test"]
-    sources = [p[LANGUAGES[0]] for p in pairs["translation"]][:test_limit]
+    settings = settings or TASKS[task].settings("demo", True, {})
+    sources, keywords = TASKS[task].test_inputs(settings, test_limit)
     model = VanillaTransformerForConditionalGeneration.from_pretrained(model_folder)
     tokenizer = load_tokenizer(model_folder)
     if threads:
         torch.set_num_threads(threads)
     start = time.perf_counter()
-    generate_texts(model, tokenizer, sources, progress=False)
+    generate_texts(model, tokenizer, sources, progress=False, **keywords)
     return round(len(sources) / (time.perf_counter() - start), 2)
 
 
@@ -229,8 +366,9 @@ def main(argv: list[str] | None = None) -> dict:
     folder_system = "hf_vanilla" if args.system == CT2 else args.system
     work = args.work_dir or Path("/tmp/peers") / f"{args.task}-{folder_system}-{args.seed}"
     work.mkdir(parents=True, exist_ok=True)
-    peer = PEERS.get(args.system, PEERS["fairseq"])  # hf_vanilla's run is shown against fairseq's flags
-    print(render(peer.rows(settings), args.system if args.system in PEERS else "fairseq"), flush=True)
+    system = split_system(args.system)[0]
+    peer = PEERS.get(system, PEERS["fairseq"])  # hf_vanilla's run is shown against fairseq's flags
+    print(render(peer.rows(settings), args.system if system in PEERS else "fairseq"), flush=True)
     start = time.perf_counter()
     figures = run_fairseq_or_recipe(args, settings, work)
     wall = figures.pop("wall_s", time.perf_counter() - start)
@@ -251,13 +389,14 @@ def main(argv: list[str] | None = None) -> dict:
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
     path = write_record(record, args.results_dir)
-    print(f"[peers] {args.system}: sacreBLEU {record['quality']['value']}, {record['wall_s']} s; record: {path}")
+    quality = record["quality"]
+    print(f"[peers] {args.system}: {quality['metric']} {quality['value']}, {record['wall_s']} s; record: {path}")
     return record
 
 
 def run_fairseq_or_recipe(args: argparse.Namespace, settings: dict, work: Path) -> dict:
     """The run of `args.system`."""
-    if args.system == "hf_vanilla":
+    if split_system(args.system)[0] == "hf_vanilla":
         return run_hf_vanilla(args, settings, work)
     if args.system == CT2:
         return run_ct2(args, settings, work)

@@ -212,8 +212,9 @@ def _decoding_rows(s: dict) -> list[Row]:
     ]
 
 
-def fairseq_train_flags(s: dict, seed: int) -> list[str]:
-    """`fairseq-train`'s flags (after the data folder) for the settings `s`: every row of `fairseq_rows`."""
+def fairseq_train_flags(s: dict, seed: int, extra: dict | None = None) -> list[str]:
+    """`fairseq-train`'s flags (after the data folder) for the settings `s`: every row of `fairseq_rows`, with `extra`
+    (flag -> value, None for a switch) over them or after them (another task's `--arch` and its own flags)."""
     betas = f"({s['adam_betas'][0]}, {s['adam_betas'][1]})"
     flags = {
         "--arch": "transformer",
@@ -255,6 +256,7 @@ def fairseq_train_flags(s: dict, seed: int) -> list[str]:
     if not s["eval_every"]:
         flags.pop("--validate-interval-updates")
         flags["--disable-validation"] = None
+    flags.update(extra or {})
     return [str(part) for flag, value in flags.items() for part in ((flag,) if value is None else (flag, value))]
 
 

@@ -2,7 +2,7 @@
 BPE pieces (space-separated, without the </s> every peer adds itself), the training split filtered by the recipe's
 own rules, and the raw held-out text beside them for scoring."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
@@ -65,12 +65,14 @@ def text_from_pieces(line: str, tokenizer) -> str:
 
 @dataclass
 class Exported:
-    """Where the splits went and how many pairs each holds (the training split after the length filter)."""
+    """Where the splits went and how many pairs each holds (the training split after the length filter), and any other
+    figure of the export a task records (`details`: a summarization export's truncation counts)."""
 
     folder: Path
     counts: dict[str, int]
     dropped: dict[str, int]
     tokens: dict[str, dict[str, int]]  # split -> {"source": ..., "target": ...}, </s> counted
+    details: dict = field(default_factory=dict)
 
 
 def export_splits(corpus, tokenizer, folder: Path, settings: dict, test_limit: int | None = None) -> Exported:

@@ -1,0 +1,106 @@
+"""The summarization demo's AESLC splits written as a peer reads them: one e-mail body (`.text`) or subject
+(`.summary`) a line, as the demo's own pieces (lower-cased by its tokenizer, bodies cut to `max_source_tokens` and
+subjects to `max_target_tokens` as the recipe cuts every split, without the </s> every peer adds itself), with the
+test split's references beside them (`test.references.jsonl`) for the project's ROUGE."""
+
+import json
+from pathlib import Path
+
+from hf_vanilla.data.encoding import encode_truncated_pairs
+from hf_vanilla.data.summaries import SIDES, as_pairs, load_summarization_corpus
+from hf_vanilla.evaluation.rouge import figure_names
+from hf_vanilla.evaluation.summarization import score_summaries
+from hf_vanilla.tokenization import (
+    BpeOptions,
+    check_provenance,
+    ensure_shared_tokenizer,
+    load_tokenizer,
+    text_fingerprint,
+)
+
+from split_pieces import SPLITS, Exported, piece_line, write_dictionary
+from summary_table import summarize_recipe
+
+REFERENCES = "test.references.jsonl"  # each test item's references, a JSON list a line, the sender's subject first
+
+
+def summary_corpus(settings: dict, dataset: str | None = None):
+    """The recipe's splits of `dataset` (default: the demo's AESLC folder, `recipes/summarize.py`'s
+    `default_dataset`), read by its loader and paired (`as_pairs`) as the recipe pairs them."""
+    dataset = dataset or summarize_recipe().default_dataset(settings["preset"])
+    return as_pairs(load_summarization_corpus(dataset)), dataset
+
+
+def bpe_options(settings: dict) -> BpeOptions:
+    """The recipe's BPE options for summaries: a space before the first word, lower-cased where the preset says."""
+    return BpeOptions(prefix_space=True, lowercase=bool(settings["lowercase"]))
+
+
+def summary_tokenizer(folder: Path, train_split, settings: dict, dataset: str, source: Path | None = None):
+    """The demo's shared BPE of `settings["vocab_size"]` pieces: trained into `folder` on `train_split` (its bodies and
+    subjects) by the function the recipe trains it with (`ensure_shared_tokenizer`, reused when `folder` holds it
+    already), or read from `source` (a finished demo run's `tokenizer` folder) once its record says it was trained
+    on the same text, size and options."""
+    options = bpe_options(settings)
+    if source is not None:
+        expected = {"vocab_size": settings["vocab_size"], "text_sha256": text_fingerprint(train_split, SIDES)}
+        check_provenance(source, {**expected, **options.record()})
+        return load_tokenizer(source)
+    ensure_shared_tokenizer(folder, train_split, SIDES, settings["vocab_size"], dataset, options)
+    return load_tokenizer(folder)
+
+
+def export_summaries(corpus, tokenizer, folder: Path, settings: dict, test_limit: int | None = None) -> Exported:
+    """Writes `folder/{train,valid,test}.{text,summary}` (pieces, each side cut as the recipe cuts it:
+    `encode_truncated_pairs` with `max_source_tokens`, `max_target_tokens`), `test.references.jsonl` and `dict.txt`
+    (`write_dictionary`). The training split keeps the pairs the recipe's length filter keeps (the preset's
+    `max_length`, `max_length_ratio`: none dropped by the demo's); `test_limit` keeps the first N test items."""
+    folder.mkdir(parents=True, exist_ok=True)
+    counts, tokens, dropped, truncated, unknown = {}, {}, {}, {}, 0
+    for split, stem in SPLITS.items():
+        items = corpus[split]
+        if split == "test" and test_limit is not None:
+            items = items.select(range(min(test_limit, len(items))))
+        limits = settings["max_source_tokens"], settings["max_target_tokens"]
+        examples, truncated[stem] = encode_truncated_pairs(items, tokenizer, *SIDES, None, *limits)
+        if split == "train":
+            examples, dropped = examples.length_filter(settings["max_length"], settings["max_length_ratio"])
+        for side, ids, offsets in (
+            (SIDES[0], examples.source_ids, examples.source_offsets),
+            (SIDES[1], examples.target_ids, examples.target_offsets),
+        ):
+            lines = [piece_line(ids[offsets[i] : offsets[i + 1]], tokenizer) for i in range(len(examples))]
+            (folder / f"{stem}.{side}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            unknown += int((ids == tokenizer.unk_token_id).sum())
+        if split == "test":
+            references = "".join(json.dumps(list(r), ensure_ascii=False) + "\n" for r in items["references"])
+            (folder / REFERENCES).write_text(references, encoding="utf-8")
+        counts[stem] = len(examples)
+        tokens[stem] = {"source": int(examples.source_lengths.sum()), "target": int(examples.target_lengths.sum())}
+    write_dictionary(tokenizer, folder / "dict.txt")
+    return Exported(folder, counts, dropped, tokens, {"truncated": truncated, "unk_pieces": unknown})
+
+
+def score_summary_file(hypotheses: list[str], folder: Path) -> dict:
+    """The record's quality (ROUGE-1 F1) and every ROUGE figure of `hypotheses` (text, in test order) against the
+    exported test references, by the recipe's own scorer (`score_summaries`: rouge_score with stemming, against
+    the sender's @subject, and the best of every reference as `*_multi_reference`)."""
+    lines = (folder / REFERENCES).read_text(encoding="utf-8").splitlines()
+    references = [json.loads(line) for line in lines]
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} test items")
+    figures = score_summaries(hypotheses, references)
+    return {"quality": {"metric": "rouge1", "value": figures["rouge1"]}, "rouge": figures}
+
+
+def summary_results(results: dict) -> dict:
+    """The record's quality and ROUGE figures from the summarization recipe's results.json."""
+    names = [name for name in (*figure_names(several=True), "eval_items") if name in results]
+    return {"quality": {"metric": "rouge1", "value": results["rouge1"]}, "rouge": {n: results[n] for n in names}}
+
+
+def summary_test_inputs(settings: dict, test_limit: int | None, dataset: str | None = None) -> tuple[list, dict]:
+    """The test e-mails the recipe decodes (the first `test_limit`), and `generate_texts`' keywords for them: each
+    body cut to `max_source_tokens`, as the recipe reads it."""
+    corpus, _ = summary_corpus(settings, dataset)
+    return list(corpus["test"]["text"])[:test_limit], {"max_source_tokens": settings["max_source_tokens"]}
