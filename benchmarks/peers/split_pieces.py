@@ -88,18 +88,28 @@ def export_splits(corpus, tokenizer, folder: Path, settings: dict, test_limit: i
         examples = encode(pairs, tokenizer)
         if split == "train":
             examples, dropped = examples.length_filter(settings["max_length"], settings["max_length_ratio"])
-        for side, ids, offsets in (
-            (LANGUAGES[0], examples.source_ids, examples.source_offsets),
-            (LANGUAGES[1], examples.target_ids, examples.target_offsets),
-        ):
-            lines = [piece_line(ids[offsets[i] : offsets[i + 1]], tokenizer) for i in range(len(examples))]
-            _write_lines(folder / f"{stem}.{side}", lines)
-            if split == "test":
+        write_sides(examples, tokenizer, folder / stem, LANGUAGES)
+        if split == "test":
+            for side in LANGUAGES:
                 _write_lines(folder / f"test.raw.{side}", [pair[side] for pair in pairs["translation"]])
         counts[stem] = len(examples)
         tokens[stem] = {"source": int(examples.source_lengths.sum()), "target": int(examples.target_lengths.sum())}
     write_dictionary(tokenizer, folder / "dict.txt")
     return Exported(folder, counts, dropped, tokens)
+
+
+def write_sides(examples: EncodedPairs, tokenizer, stem: Path, sides: tuple[str, str]) -> int:
+    """Writes `stem.<source side>` and `stem.<target side>`: each pair's ids as a line of pieces (`piece_line`).
+    Returns how many of the ids are the tokenizer's unknown token."""
+    unknown = 0
+    for side, ids, offsets in (
+        (sides[0], examples.source_ids, examples.source_offsets),
+        (sides[1], examples.target_ids, examples.target_offsets),
+    ):
+        lines = [piece_line(ids[offsets[i] : offsets[i + 1]], tokenizer) for i in range(len(examples))]
+        _write_lines(stem.with_name(f"{stem.name}.{side}"), lines)
+        unknown += int((ids == tokenizer.unk_token_id).sum())
+    return unknown
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:

@@ -18,7 +18,7 @@ from hf_vanilla.tokenization import (
     text_fingerprint,
 )
 
-from split_pieces import SPLITS, Exported, piece_line, write_dictionary
+from split_pieces import SPLITS, Exported, write_dictionary, write_sides
 from summary_table import summarize_recipe
 
 REFERENCES = "test.references.jsonl"  # each test item's references, a JSON list a line, the sender's subject first
@@ -65,13 +65,7 @@ def export_summaries(corpus, tokenizer, folder: Path, settings: dict, test_limit
         examples, truncated[stem] = encode_truncated_pairs(items, tokenizer, *SIDES, None, *limits)
         if split == "train":
             examples, dropped = examples.length_filter(settings["max_length"], settings["max_length_ratio"])
-        for side, ids, offsets in (
-            (SIDES[0], examples.source_ids, examples.source_offsets),
-            (SIDES[1], examples.target_ids, examples.target_offsets),
-        ):
-            lines = [piece_line(ids[offsets[i] : offsets[i + 1]], tokenizer) for i in range(len(examples))]
-            (folder / f"{stem}.{side}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-            unknown += int((ids == tokenizer.unk_token_id).sum())
+        unknown += write_sides(examples, tokenizer, folder / stem, SIDES)
         if split == "test":
             references = "".join(json.dumps(list(r), ensure_ascii=False) + "\n" for r in items["references"])
             (folder / REFERENCES).write_text(references, encoding="utf-8")
