@@ -209,7 +209,9 @@ def peers_block() -> str:
     if not records:
         return wrapped("No full run is recorded yet.")
     groups: dict[tuple[str, str], list[dict]] = {}
-    for r in sorted(records, key=lambda r: (PEER_TASKS.index(r["task"]), r["system"] != "hf_vanilla", r["system"])):
+    for r in sorted(
+        records, key=lambda r: (PEER_TASKS.index(r["task"]), not r["system"].startswith("hf_vanilla"), r["system"])
+    ):
         groups.setdefault((r["task"], r["system"]), []).append(r)
     rows = [peer_row(task, system, runs) for (task, system), runs in groups.items()]
     devices = sorted({f"{r['device']['processor']}, {r['device']['threads'] or 'torch default'} threads of "

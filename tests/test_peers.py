@@ -203,7 +203,7 @@ def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(ex
 
 
 def test_the_peers_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path, monkeypatch):
-    """`render_tables.peers_block`: one row a task and system, hf_vanilla first, quality and speeds as the mean over
+    """`render_tables.peers_block`: one row a task and system, hf_vanilla's first, quality and speeds as the mean over
     the seeds with their least and greatest, the largest peak memory; a short check is no figure, and a run on a shared
     machine gives its quality and memory, not its speeds."""
     from runs import benchmark
@@ -224,9 +224,11 @@ def test_the_peers_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path
     write("hf_vanilla", 1, 22.5, 1000.0, 650.0)
     write("hf_vanilla", 2, 99.0, 1.0, 1.0, short_check=True)
     write("sockeye", 1, 18.0, 5.0, 900.0, machine_shared=True)
+    write("hf_vanilla-ct2", 1, 22.0, 1000.0, 700.0)
     rows = [line for line in render_tables.peers_block().splitlines() if line.startswith("| translation")]
     assert rows == [
         "| translation | hf_vanilla | 1 | sacreBLEU 22.50 | 1,000.0 | 10.0 | 10.00 | 650 |",
+        "| translation | hf_vanilla-ct2 | 1 | sacreBLEU 22.00 | 1,000.0 | 10.0 | 10.00 | 700 |",
         "| translation | fairseq | 1, 2 | sacreBLEU 20.50 (20.00-21.00) | 1,000.0 (900.0-1,100.0) | 15.0 (10.0-20.0) "
         "| 10.00 (9.00-11.00) | 800 |",
         "| translation | sockeye | 1 | sacreBLEU 18.00 | shared machine | shared machine | shared machine | 900 |",
