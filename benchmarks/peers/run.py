@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hf_vanilla.data.summaries import SIDES
+from hf_vanilla.errors import user_exit
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
 
 from ct2_row import CT2_DIFFERENCES, decode_with_ct2
@@ -303,7 +304,7 @@ def run_ct2(args: argparse.Namespace, settings: dict, work: Path) -> dict:
     the test split at the demo's beam (`ct2_row`) and scored; its training figures are that run's."""
     output = work / "run"
     if not (output / "results.json").is_file():
-        raise SystemExit(f"run.py: error: {output} holds no finished hf_vanilla run: run --system hf_vanilla first")
+        raise user_exit("run.py", f"{output} holds no finished hf_vanilla run: run --system hf_vanilla first")
     results = json.loads((output / "results.json").read_text())
     pairs = demo_corpus(settings)["test"]["translation"][: args.test_limit]
     references = [p[LANGUAGES[1]] for p in pairs]
