@@ -11,6 +11,7 @@ import yaml
 
 from peer_process import PeerJob, PeerRun, environment, run_logged
 from settings_table import Row
+from split_pieces import longest_source
 
 # OpenNMT's own specials (opts.py `default_specials`), put in front of the vocabulary file's tokens, ids 0-3.
 SPECIALS = ("<unk>", "<blank>", "<s>", "</s>")
@@ -379,11 +380,6 @@ def newest_checkpoints(folder: Path, last: int) -> list[Path]:
     if len(found) < last:
         raise ValueError(f"onmt_train left {len(found)} checkpoints in {folder}, {last} to average")
     return [path for _, path in found[-last:]]
-
-
-def longest_source(path: Path) -> int:
-    """The most tokens of a line of `path` (pieces), its </s> counted as hf_vanilla counts it."""
-    return max((len(line.split()) + 1 for line in path.read_text(encoding="utf-8").splitlines()), default=1)
 
 
 def run_opennmt(job: PeerJob) -> PeerRun:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from peer_process import PeerJob, PeerRun, environment, run_logged
 from sockeye_settings import SPECIALS, sockeye_rows, sockeye_train_flags, sockeye_translate_flags
+from split_pieces import longest_source
 
 __all__ = ["run_sockeye", "sockeye_rows"]
 
@@ -122,11 +123,6 @@ def use_average(model: Path, averaged: Path) -> None:
     if best.is_symlink() or best.exists():
         best.unlink()
     best.symlink_to(averaged.name)
-
-
-def longest_source(path: Path) -> int:
-    """The most tokens of a line of `path`, </s> counted (at least 1)."""
-    return max((len(line.split()) + 1 for line in path.read_text(encoding="utf-8").splitlines()), default=1)
 
 
 def train_command(job: PeerJob, vocab: Path, model: Path) -> list[str]:

@@ -112,6 +112,11 @@ def write_sides(examples: EncodedPairs, tokenizer, stem: Path, sides: tuple[str,
     return unknown
 
 
+def longest_source(path: Path) -> int:
+    """The most tokens of a line of the piece file `path`, its </s> counted as hf_vanilla counts it (at least 1)."""
+    return max((len(line.split()) + 1 for line in path.read_text(encoding="utf-8").splitlines()), default=1)
+
+
 def _write_lines(path: Path, lines: list[str]) -> None:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
