@@ -125,6 +125,11 @@ def export_translation(settings: dict, work: Path, args: argparse.Namespace) -> 
 def score_translation(hypotheses: list[str], folder: Path) -> dict:
     """sacreBLEU (with its signature) and the tokenized BLEU of `hypotheses` against the exported raw references."""
     references = (folder / f"test.raw.{LANGUAGES[1]}").read_text(encoding="utf-8").splitlines()
+    return translation_quality(hypotheses, references)
+
+
+def translation_quality(hypotheses: list[str], references: list[str]) -> dict:
+    """The record's sacreBLEU (with its signature) and tokenized BLEU of `hypotheses` against `references`."""
     bleu, signature = sacrebleu_score(hypotheses, references)
     return {
         "quality": {"metric": "sacrebleu", "value": bleu, "signature": signature},
@@ -309,11 +314,8 @@ def run_ct2(args: argparse.Namespace, settings: dict, work: Path) -> dict:
     pairs = demo_corpus(settings)["test"]["translation"][: args.test_limit]
     references = [p[LANGUAGES[1]] for p in pairs]
     done = decode_with_ct2(output / "final", [p[LANGUAGES[0]] for p in pairs], args.threads)
-    bleu, signature = sacrebleu_score(done["outputs"], references)
-    rows = ct2_rows()
     return {
-        "quality": {"metric": "sacrebleu", "value": bleu, "signature": signature},
-        "tokenized_bleu": tokenized_bleu(done["outputs"], references, LANGUAGES[1]),
+        **translation_quality(done["outputs"], references),
         "train_tokens_per_s": results["train_tokens_per_second"],
         "train_tokens_per_s_basis": RECIPE_TOKENS_BASIS + ": the hf_vanilla run whose model is exported",
         "decode_sentences_per_s": round(len(pairs) / done["seconds"], 2),
@@ -323,7 +325,7 @@ def run_ct2(args: argparse.Namespace, settings: dict, work: Path) -> dict:
         "peak_rss_mb": max(peak_child_rss_mb(), peak_own_rss_mb()),
         "exported_run": str(output),
         "ct2_options": done["options"],
-        "rows": rows,
+        "rows": ct2_rows(),
     }
 
 
