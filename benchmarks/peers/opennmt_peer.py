@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from peer_process import PeerJob, PeerRun, environment, run_logged
+from peer_process import PeerJob, PeerRun, environment, newest_numbered, run_logged
 from settings_table import Row
 from split_pieces import longest_source
 
@@ -17,6 +17,7 @@ from split_pieces import longest_source
 SPECIALS = ("<unk>", "<blank>", "<s>", "</s>")
 # Its source-feature separator (inputters/text_utils.parse_features splits every token on it).
 FEATURE_SEPARATOR = "\uffe8"
+CHECKPOINT = re.compile(r"model_step_(\d+)\.pt")  # onmt_train's checkpoint files
 REPORT_EVERY = 10  # updates between training reports (fairseq's --log-interval 10)
 # onmt_train's report (utils/statistics.Statistics.output): "Step %s; acc: %2.1f; ppl: %5.1f; xent: %2.1f; lr: %7.5f;
 # sents: %7.0f; bsz: %4.0f/%4.0f/%2.0f; %3.0f/%3.0f tok/s; %6.0f sec;" (bsz: source/target tokens/sentences a batch).
@@ -373,15 +374,6 @@ def read_hypotheses(output: Path, expected: int | None) -> list[str]:
     return lines
 
 
-def newest_checkpoints(folder: Path, last: int) -> list[Path]:
-    """The newest `last` checkpoints `model_step_N.pt` of `folder`, oldest first (fewer raise)."""
-    found = sorted((int(m.group(1)), p) for p in folder.glob("model_step_*.pt")
-                   if (m := re.fullmatch(r"model_step_(\d+)\.pt", p.name)))  # fmt: skip
-    if len(found) < last:
-        raise ValueError(f"onmt_train left {len(found)} checkpoints in {folder}, {last} to average")
-    return [path for _, path in found[-last:]]
-
-
 def run_opennmt(job: PeerJob) -> PeerRun:
     """Writes the vocabulary and the config, trains, averages the last checkpoints and decodes the test split (every
     pair, checked) at the demo's beam; logs in the job's folder."""
@@ -401,7 +393,8 @@ def run_opennmt(job: PeerJob) -> PeerRun:
     stats = train_figures(log_text)
     if stats.get("vocab_size") != len(SPECIALS) + len(pieces):  # its " * src vocab size = N" line
         raise ValueError(f"onmt_train built a vocabulary of {stats.get('vocab_size')}, not {len(pieces)} + 4 specials")
-    averaged, newest = checkpoints / "averaged.pt", newest_checkpoints(checkpoints, settings["average_last"])
+    averaged = checkpoints / "averaged.pt"
+    newest = newest_numbered(checkpoints, CHECKPOINT, settings["average_last"], "onmt_train")
     average = [str(bin_folder / "onmt_average_models"), "-models", *map(str, newest), "-output", str(averaged)]
     run_logged(average, work / "average.log", env, commands)
     output = work / "test.hyp.de"

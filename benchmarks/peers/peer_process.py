@@ -2,6 +2,7 @@
 variables and the logged subprocess each of its steps is."""
 
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -67,3 +68,12 @@ def run_logged(command: list[str], log: Path, env: dict, commands: list[str]) ->
         tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
         raise RuntimeError(f"{command[0]} failed ({done.returncode}), see {log}:\n{tail}")
     return seconds
+
+
+def newest_numbered(folder: Path, pattern: re.Pattern, count: int, tool: str) -> list[Path]:
+    """The `count` files of `folder` whose names `pattern` matches with the highest update number (its group 1; 0,
+    the untrained start some peers save, left out), oldest first: the checkpoints to average. Fewer raise."""
+    found = sorted((int(m[1]), path) for path in folder.iterdir() if (m := pattern.fullmatch(path.name)) and int(m[1]))
+    if len(found) < count:
+        raise ValueError(f"{tool} left {len(found)} checkpoints in {folder}, {count} to average")
+    return [path for _, path in found[-count:]]

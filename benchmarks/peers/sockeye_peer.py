@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from peer_process import PeerJob, PeerRun, environment, run_logged
+from peer_process import PeerJob, PeerRun, environment, newest_numbered, run_logged
 from sockeye_settings import SPECIALS, sockeye_rows, sockeye_train_flags, sockeye_translate_flags
 from split_pieces import longest_source
 
@@ -101,14 +101,6 @@ def hypotheses(output: str, expected: int | None) -> list[str]:
     return [line.strip() for line in lines]
 
 
-def newest_params(model: Path, count: int) -> list[Path]:
-    """The newest `count` checkpoints' params files of `model` (params.00001, ...; params.00000 is the start)."""
-    found = sorted((int(m[1]), path) for path in model.iterdir() if (m := PARAMS.fullmatch(path.name)) and int(m[1]))
-    if len(found) < count:
-        raise ValueError(f"{model} holds {len(found)} checkpoints' params files, {count} to average")
-    return [path for _, path in found[-count:]]
-
-
 def average_command(bin_folder: Path, params: list[Path], output: Path) -> list[str]:
     """sockeye-average of the named `params` files into `output`. One input would be read as a model folder (its
     automatic selection), so a single file is named twice: the same mean."""
@@ -159,7 +151,7 @@ def run_sockeye(job: PeerJob) -> PeerRun:
     write_vocabulary(job.data / "dict.txt", vocab)
     train_seconds = run_logged(train_command(job, vocab, model), work / "train.log", env, commands)
     stats = train_figures((work / "train.log").read_text())
-    params = newest_params(model, job.settings["average_last"])
+    params = newest_numbered(model, PARAMS, job.settings["average_last"], "sockeye-train")
     averaged = model / "params.averaged"
     run_logged(average_command(job.bin_folder, params, averaged), work / "average.log", env, commands)
     use_average(model, averaged)
