@@ -175,7 +175,7 @@ def test_every_row_s_flag_is_passed_with_its_value(copy):
     }  # fmt: skip
     unmatched = peer_module("settings_table").render(rows, "fairseq").splitlines()[-1]
     copying = "p_gen inputs, copied positions, force copy, pointer smoothing, " if copy else ""
-    tail = "length penalty, no repeated n-gram, stutter ban" + (", whole-word copy" if copy else "")
+    tail = "length penalty, stutter ban" + (", whole-word copy" if copy else "")
     assert unmatched == f"fairseq cannot match: {copying}learning rate, batching, validation, initialisation, {tail}."
 
 
@@ -208,6 +208,37 @@ def test_fairseq_s_steps_take_the_task_s_files_and_flags(tmp_path):
     assert fairseq.preprocess_command(tmp_path, tmp_path / "bin", bin_folder)[1:5] == [
         "--source-lang", "en", "--target-lang", "de"
     ]  # fmt: skip
+
+
+class NGramBlock:
+    """What fairseq's `NGramRepeatBlock` holds that its `_no_repeat_ngram` reads."""
+
+    no_repeat_ngram_size = 3
+
+
+def test_fairseq_s_n_gram_ban_blocks_the_hypothesis_own_repeats():
+    import torch
+
+    found = {}
+    exec(peer_module("fairseq_peer").NGRAM_BAN, found)
+    ban = found["_no_repeat_ngram"]
+    # fairseq's buffer: the start symbol (2) in slot 0, the hypothesis up to `step`, then padding (1) to its end.
+    tokens = torch.tensor([[2, 5, 6, 7, 5, 6, 1, 1, 1], [2, 8, 8, 8, 9, 8, 1, 1, 1], [2, 4, 4, 4, 4, 4, 1, 1, 1]])
+    lprobs = ban(NGramBlock(), tokens, torch.zeros(3, 10), bsz=1, beam_size=3, step=5)
+    # Row 0 ends with 5 6, which 7 followed: 7 is banned. Row 1's 9 8 came before nothing. Row 2's 4 4 came before 4.
+    assert [torch.isinf(row).nonzero().flatten().tolist() for row in lprobs] == [[7], [], [4]]
+    early = ban(NGramBlock(), tokens, torch.zeros(3, 10), bsz=1, beam_size=3, step=0)
+    assert not torch.isinf(early).any()  # one token: no 3-gram can repeat yet
+
+
+def test_fairseq_generate_runs_with_the_ban_fixed_only_where_it_bans(tmp_path):
+    fairseq, table = peer_module("fairseq_peer"), peer_module("summary_table")
+    flags = table.fairseq_summary_generate_flags(table.summarization_settings(), USER_DIR)
+    fixed = [str(tmp_path / "python"), "-c", fairseq.GENERATE_WITH_NGRAM_BAN]
+    assert fairseq.generate_program(tmp_path, flags) == fixed
+    translation = peer_module("settings_table").fairseq_generate_flags(peer_module("settings_table").demo_settings())
+    assert fairseq.generate_program(tmp_path, translation) == [str(tmp_path / "fairseq-generate")]
+    assert fairseq.generate_program(tmp_path, ["--no-repeat-ngram-size", "0"]) == [str(tmp_path / "fairseq-generate")]
 
 
 def test_the_scorer_gives_the_project_s_rouge_on_a_known_pair(tmp_path):

@@ -38,6 +38,34 @@ torch.save(state, output)
 print("averaged", *[p.name for p in paths])
 """
 
+# fairseq 0.12's n-gram ban without its CUDA extension (`NGramRepeatBlock._no_repeat_ngram`) compares the last n-1
+# slots of the padded token buffer, not the hypothesis' own, and so blocks nothing on a CPU (fairseq issues 4709,
+# 5206). This is the method as fairseq's CUDA kernel behaves: the hypothesis' tokens up to `step`, its start symbol
+# in slot 0 included.
+NGRAM_BAN = r"""
+def _no_repeat_ngram(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
+    n = self.no_repeat_ngram_size
+    if step + 2 - n < 0:
+        return lprobs
+    for row, prefix in enumerate(tokens[:, : step + 1].cpu().tolist()):
+        last = prefix[step + 2 - n :]
+        banned = [prefix[i + n - 1] for i in range(step + 2 - n) if prefix[i : i + n - 1] == last]
+        if banned:
+            lprobs[row, banned] = float("-inf")
+    return lprobs
+"""
+# fairseq-generate with `NGRAM_BAN` in place of fairseq's method (its arguments follow as fairseq-generate's).
+GENERATE_WITH_NGRAM_BAN = (
+    NGRAM_BAN
+    + r"""
+import sys
+from fairseq.ngram_repeat_block import NGramRepeatBlock
+from fairseq_cli.generate import cli_main
+NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram
+sys.argv[0] = "fairseq-generate"
+cli_main()
+"""
+)
 
 # How `PeerRun.train_tokens_per_s` is derived from fairseq's log.
 TOKENS_BASIS = (
@@ -144,7 +172,7 @@ def run_fairseq(job: PeerJob) -> PeerRun:
     run_logged(average_command(bin_folder, checkpoints, settings["average_last"], averaged), work / "average.log",
                env, commands)  # fmt: skip
     generate = [
-        str(bin_folder / "fairseq-generate"),
+        *generate_program(bin_folder, generate_flags),
         str(binarized),
         "--cpu",
         *("--path", str(averaged), "--gen-subset", "test", "--seed", str(job.seed)),
@@ -169,6 +197,13 @@ def run_fairseq(job: PeerJob) -> PeerRun:
         averaged=re.findall(r"checkpoint_\d+_\d+\.pt", (work / "average.log").read_text()),
         commands=commands,
     )
+
+
+def generate_program(bin_folder: Path, flags: list[str]) -> list[str]:
+    """fairseq-generate, or, where `flags` ban repeated n-grams, fairseq-generate with that ban fixed (`NGRAM_BAN`)."""
+    if "--no-repeat-ngram-size" in flags and int(flags[flags.index("--no-repeat-ngram-size") + 1]) > 0:
+        return [str(bin_folder / "python"), "-c", GENERATE_WITH_NGRAM_BAN]
+    return [str(bin_folder / "fairseq-generate")]
 
 
 def task_flags(job: PeerJob) -> tuple[list[str], list[str]]:
