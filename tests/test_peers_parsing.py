@@ -181,6 +181,11 @@ def test_the_recipe_runs_with_its_grammar_and_without_it(tmp_path):
     ]  # fmt: skip
     args = run.parse_args(["--task", "summarization", "--system", "hf_vanilla-no-copy"])
     assert run.recipe_command(args, tmp_path)[-1] == "--no-pointer-generator"  # summarization's variant, as before
+    for task in ("parsing", "translation", "summarization"):  # 2 checkpoints saved: those 2 averaged, and kept
+        args = run.parse_args(["--task", task, "--system", "fairseq", "--max-updates", "20", "--save-every", "10"])
+        assert (run.run_settings(args)["average_last"], run.run_settings(args)["keep_last"]) == (2, 2), task
+    args = run.parse_args(["--task", "parsing", "--system", "fairseq", "--max-updates", "40", "--save-every", "10"])
+    assert run.run_settings(args)["average_last"] == 3  # the preset's, when as many are saved
     assert run.split_system("fairseq-no-copy") == ("fairseq", "-no-copy")
     assert run.split_system("hf_vanilla-no-grammar") == ("hf_vanilla", "-no-grammar")
 

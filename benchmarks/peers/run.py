@@ -310,9 +310,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run_settings(args: argparse.Namespace) -> dict:
     """The preset's settings for the task and system (its variant's: `-no-copy`, `-no-grammar`), with the short
-    check's overrides."""
+    check's overrides; where these save fewer checkpoints than the preset averages, the average of those saved (as
+    the recipe averages the newest it has; fairseq's averaging wants as many as it is told)."""
     overrides = dict(max_steps=args.max_updates, save_every=args.save_every, eval_every=args.eval_every)
-    return TASKS[args.task].settings(args.preset, not split_system(args.system)[1], overrides)
+    task, base = TASKS[args.task], not split_system(args.system)[1]
+    settings = task.settings(args.preset, base, overrides)
+    saved = settings["max_steps"] // settings["save_every"]
+    if 0 < saved < settings["average_last"]:
+        settings = task.settings(args.preset, base, {**overrides, "average_last": saved})
+    return settings
 
 
 def short_check(args: argparse.Namespace) -> bool:
