@@ -1,12 +1,14 @@
 """fairseq 0.12 (`fairseq-fixed`) on the exported pieces: binarize, train, average the last checkpoints, decode the
 test split. Every step is a command of the peer's own environment; the figures come from its logs. The same steps run
-every task: translation's `transformer`, and summarization's `transformer_pointer_generator` (its
-`examples/pointer_generator`, loaded with `--user-dir`) or, without copying, `transformer`."""
+every task: translation's `transformer`, summarization's `transformer_pointer_generator` (its
+`examples/pointer_generator`, loaded with `--user-dir`) or, without copying, `transformer`, and parsing's
+`transformer` on the recipe's linearized trees."""
 
 import json
 import re
 from pathlib import Path
 
+from parse_table import fairseq_parse_generate_flags, fairseq_parse_rows, fairseq_parse_train_flags
 from peer_process import PeerJob, PeerRun, environment, run_logged
 from settings_table import Row, fairseq_generate_flags, fairseq_rows, fairseq_train_flags
 from summary_table import (
@@ -208,13 +210,15 @@ def generate_program(bin_folder: Path, flags: list[str]) -> list[str]:
 
 def task_flags(job: PeerJob) -> tuple[list[str], list[str]]:
     """fairseq-train's flags (after the data folder and its own) and fairseq-generate's for the job's task:
-    translation's (`settings_table`), or summarization's (`summary_table`; the pointer-generator's code from the
-    environment's fairseq package where the settings copy)."""
+    translation's (`settings_table`), parsing's (`parse_table`), or summarization's (`summary_table`; the
+    pointer-generator's code from the environment's fairseq package where the settings copy)."""
     settings = job.settings
     if job.task == "translation":
         return fairseq_train_flags(settings, job.seed), fairseq_generate_flags(settings)
+    if job.task == "parsing":
+        return fairseq_parse_train_flags(settings, job.seed), fairseq_parse_generate_flags(settings)
     if job.task != "summarization":
-        raise ValueError(f"fairseq runs translation and summarization, not {job.task}")
+        raise ValueError(f"fairseq runs translation, summarization and parsing, not {job.task}")
     user_dir = str(pointer_generator_source(job.bin_folder)) if settings["pointer_generator"] else None
     train = fairseq_summary_train_flags(settings, job.seed, user_dir)
     return train, fairseq_summary_generate_flags(settings, user_dir)
@@ -230,11 +234,12 @@ def pointer_generator_source(bin_folder: Path) -> Path:
 
 
 def fairseq_table(settings: dict) -> list[Row]:
-    """fairseq's side of the settings table for the task of `settings`: `fairseq_rows` (translation) or
-    `fairseq_summary_rows`."""
-    if settings.get("task", "translation") == "summarization":
+    """fairseq's side of the settings table for the task of `settings`: `fairseq_rows` (translation),
+    `fairseq_summary_rows` or `fairseq_parse_rows`."""
+    task = settings.get("task", "translation")
+    if task == "summarization":
         return fairseq_summary_rows(settings)
-    return fairseq_rows(settings)
+    return fairseq_parse_rows(settings) if task == "parsing" else fairseq_rows(settings)
 
 
 def preprocess_command(

@@ -20,10 +20,18 @@ CTranslate2 export (`ct2_row`).
     python benchmarks/peers/run.py --task summarization --system fairseq-no-copy --seed 1  # its plain transformer
     python benchmarks/peers/run.py --task summarization --system hf_vanilla-no-copy --seed 1
 
+    NLTK_DATA=../shared/data/nltk_data python benchmarks/peers/run.py --task parsing --system fairseq --seed 1
+    python benchmarks/peers/run.py --task parsing --system hf_vanilla --seed 1             # under the tree grammar
+    python benchmarks/peers/run.py --task parsing --system hf_vanilla-no-grammar --seed 1  # decoding freely
+
 A task (`TASKS`) says how its splits are exported as the demo's pieces, how hypotheses are scored with the project's
-own scorer (sacreBLEU; ROUGE against AESLC's @subject), which recipe hf_vanilla runs and which of its results hold
-the quality. Summarization's systems also run without the copy mechanism (a `-no-copy` suffix: fairseq's
-`transformer`, the recipe's `--no-pointer-generator`, each with the preset's settings for that model).
+own scorer (sacreBLEU; ROUGE against AESLC's @subject; the recipe's `delinearize` repair and EVALB F1 against the
+gold trees), which recipe hf_vanilla runs and which of its results hold the quality. A task may have a variant
+(`Variant`: a suffix of the system's name and the recipe's flags for it): summarization's systems also run without
+the copy mechanism (`-no-copy`: fairseq's `transformer`, the recipe's `--no-pointer-generator`, each with the preset's
+settings for that model); parsing's recipe also runs without its tree grammar (`-no-grammar`: `--no-tree-grammar`),
+which fairseq, decoding freely, has no variant of. Parsing reads NLTK's WSJ sample from NLTK_DATA (where it is not
+set, from the docs' `../shared/data/nltk_data` beside the repository, where that exists).
 """
 
 import argparse
@@ -39,10 +47,23 @@ from pathlib import Path
 from hf_vanilla.data.summaries import SIDES
 from hf_vanilla.errors import user_exit
 from hf_vanilla.evaluation.bleu import sacrebleu_score, tokenized_bleu
+from hf_vanilla.parsing import TreebankError
 
 from ct2_row import CT2_DIFFERENCES, decode_with_ct2
 from fairseq_peer import fairseq_table, run_fairseq
 from opennmt_peer import opennmt_rows, run_opennmt
+from parse_pieces import SIDES as TREE_SIDES
+from parse_pieces import (
+    export_trees,
+    parse_corpus,
+    parse_keywords,
+    parse_results,
+    parse_test_inputs,
+    parse_tokenizer,
+    score_parse_file,
+    use_shared_nltk_data,
+)
+from parse_table import parsing_settings
 from peer_process import PeerJob, PeerRun
 from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, peak_own_rss_mb, write_record
 from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
@@ -61,6 +82,7 @@ from summary_table import summarization_settings
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 NO_COPY = "-no-copy"  # a system's variant without the copy mechanism (summarization)
+NO_GRAMMAR = "-no-grammar"  # the recipe's variant without the tree grammar (parsing)
 
 
 @dataclass(frozen=True)
@@ -75,7 +97,7 @@ class Peer:
 
 
 PEERS = {
-    "fairseq": Peer("fairseq", fairseq_table, run_fairseq, ("translation", "summarization")),
+    "fairseq": Peer("fairseq", fairseq_table, run_fairseq, ("translation", "summarization", "parsing")),
     "opennmt-py": Peer("opennmt", opennmt_rows, run_opennmt),
     "sockeye": Peer("sockeye", sockeye_rows, run_sockeye),
 }
@@ -89,14 +111,36 @@ READY = ("hf_vanilla", CT2, *PEERS)  # the systems this script runs so far
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A task's systems without one of the recipe's features: the suffix of their names (`hf_vanilla-no-copy`), the
+    feature left out (for errors), the recipe's flags without it, and whether the peers have the variant too (False:
+    they never had the feature, and the variant is the recipe's alone)."""
+
+    suffix: str
+    feature: str
+    recipe_flags: tuple[str, ...]
+    peers: bool = True
+
+
+def no_keywords(settings: dict, tokenizer) -> dict:
+    """No `generate_texts` keywords that need the model's tokenizer."""
+    return {}
+
+
+def nothing() -> None:
+    """A task that needs nothing set up before its run."""
+
+
+@dataclass(frozen=True)
 class Task:
-    """A task of the comparison. `settings(preset, copy, overrides)`: the demo's settings a peer matches (`copy`
-    False: the model without the copy mechanism); `export(settings, work, args)`: its splits written as the demo's
-    own pieces, and the tokenizer; `score(hypotheses, exported folder)`: the record's `quality` and other figures by
-    the project's own scorer; `recipe`: the script hf_vanilla runs; `from_results(results.json)`: the same figures
-    from the recipe's results; `test_inputs(settings, test_limit)`: the test inputs the recipe decodes and
-    `generate_texts`' keywords for them; `sides`: the exported files' suffixes; `no_copy_flags`: the recipe's flags
-    without the copy mechanism (none: the task has no `-no-copy` variant)."""
+    """A task of the comparison. `settings(preset, base, overrides)`: the demo's settings a peer matches (`base`
+    False: the task's `variant`'s); `export(settings, work, args)`: its splits written as the demo's own pieces, and
+    the tokenizer; `score(hypotheses, exported folder)`: the record's `quality` and other figures by the project's
+    own scorer; `recipe`: the script hf_vanilla runs; `from_results(results.json)`: the same figures from the
+    recipe's results; `test_inputs(settings, test_limit)`: the test inputs the recipe decodes and `generate_texts`'
+    keywords for them (`keywords(settings, tokenizer)`: those that need the model's tokenizer); `sides`: the exported
+    files' suffixes; `variant`: the task's `Variant` (none: its systems have no other); `recipe_flags`: the recipe's
+    flags as its docs launch it; `prepare()`: what the task sets up before a run (its data's environment)."""
 
     settings: Callable[[str, bool, dict], dict]
     export: Callable[[dict, Path, argparse.Namespace], tuple[Exported, object]]
@@ -105,7 +149,10 @@ class Task:
     from_results: Callable[[dict], dict]
     test_inputs: Callable[[dict, int | None], tuple[list[str], dict]]
     sides: tuple[str, str]
-    no_copy_flags: tuple[str, ...] = ()
+    variant: Variant | None = None
+    recipe_flags: tuple[str, ...] = ()
+    keywords: Callable[[dict, object], dict] = no_keywords
+    prepare: Callable[[], None] = nothing
 
 
 def translation_settings(preset: str, copy: bool, overrides: dict) -> dict:
@@ -163,6 +210,22 @@ def export_summarization(settings: dict, work: Path, args: argparse.Namespace) -
     return export_summaries(corpus, tokenizer, work / "data", settings, args.test_limit), tokenizer
 
 
+def parsing_task_settings(preset: str, grammar: bool, overrides: dict) -> dict:
+    """The parsing demo's settings (`parsing_settings`), under the tree grammar or without it."""
+    return parsing_settings(preset, grammar, **overrides)
+
+
+def export_parsing(settings: dict, work: Path, args: argparse.Namespace) -> tuple[Exported, object]:
+    """The WSJ demo's pairs (words, linearized tree) in its whole-piece BPE (trained in `work/tokenizer`, or
+    --tokenizer-from's); a missing or unreadable treebank ends the run with the recipe's message."""
+    try:
+        corpus, treebank = parse_corpus(settings)
+    except (FileNotFoundError, TreebankError) as error:
+        raise user_exit("run.py", str(error)) from error
+    tokenizer = parse_tokenizer(work / "tokenizer", corpus["train"], settings, treebank, args.tokenizer_from)
+    return export_trees(corpus, tokenizer, work / "data", settings, args.test_limit), tokenizer
+
+
 TASKS = {
     "translation": Task(
         settings=translation_settings,
@@ -181,22 +244,38 @@ TASKS = {
         from_results=summary_results,
         test_inputs=summary_test_inputs,
         sides=SIDES,
-        no_copy_flags=("--no-pointer-generator",),
+        variant=Variant(NO_COPY, "copy mechanism", ("--no-pointer-generator",)),
+    ),
+    "parsing": Task(
+        settings=parsing_task_settings,
+        export=export_parsing,
+        score=score_parse_file,
+        recipe="recipes/ptb_parse.py",
+        from_results=parse_results,
+        test_inputs=parse_test_inputs,
+        sides=TREE_SIDES,
+        variant=Variant(NO_GRAMMAR, "tree grammar", ("--no-tree-grammar",), peers=False),
+        recipe_flags=("--treebank", "nltk"),
+        keywords=parse_keywords,
+        prepare=use_shared_nltk_data,
     ),
 }
+VARIANTS = {task.variant.suffix: task.variant for task in TASKS.values() if task.variant is not None}
 
 
-def split_system(system: str) -> tuple[str, bool]:
-    """A system's name without its variant's suffix, and whether it copies (False for a `-no-copy` variant)."""
-    if system.endswith(NO_COPY):
-        return system[: -len(NO_COPY)], False
-    return system, True
+def split_system(system: str) -> tuple[str, str]:
+    """A system's name without its variant's suffix (one of `VARIANTS`), and that suffix ("" for none)."""
+    for suffix in VARIANTS:
+        if system.endswith(suffix):
+            return system[: -len(suffix)], suffix
+    return system, ""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=TASKS, default="translation")
-    parser.add_argument("--system", choices=(*READY, *(system + NO_COPY for system in READY)), required=True)
+    systems = (*READY, *(system + suffix for system in READY for suffix in VARIANTS))
+    parser.add_argument("--system", choices=systems, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--preset", default="demo", help="The recipe's preset whose settings are matched.")
     parser.add_argument("--work-dir", type=Path, help="Data, checkpoints, logs (default: /tmp/peers/TASK-SYSTEM-S).")
@@ -213,20 +292,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("max_updates", "save_every", "test_limit", "threads"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    system, copy = split_system(args.system)
+    system, suffix = split_system(args.system)
     if system in PEERS and args.task not in PEERS[system].tasks:
         parser.error(f"{system} runs {', '.join(PEERS[system].tasks)} here, not {args.task}")
     if system.startswith(CT2) and args.task != "translation":
         parser.error(f"{CT2} decodes a translation model: CTranslate2 has no copy mechanism")
-    if not copy and not TASKS[args.task].no_copy_flags:
-        parser.error(f"{args.task} has no copy mechanism: --system {system}, without {NO_COPY}")
+    variant = TASKS[args.task].variant
+    if suffix and (variant is None or variant.suffix != suffix):
+        parser.error(f"{args.task} has no {VARIANTS[suffix].feature}: --system {system}, without {suffix}")
+    if suffix and system != "hf_vanilla" and not variant.peers:
+        parser.error(
+            f"{system} has no {variant.feature} to leave out (only hf_vanilla's {args.task} recipe has one): "
+            f"--system {system}, without {suffix}"
+        )
     return args
 
 
 def run_settings(args: argparse.Namespace) -> dict:
-    """The preset's settings for the task and system (its `-no-copy` variant's), with the short check's overrides."""
+    """The preset's settings for the task and system (its variant's: `-no-copy`, `-no-grammar`), with the short
+    check's overrides; where these save fewer checkpoints than the preset averages, the average of those saved (as
+    the recipe averages the newest it has; fairseq's averaging wants as many as it is told)."""
     overrides = dict(max_steps=args.max_updates, save_every=args.save_every, eval_every=args.eval_every)
-    return TASKS[args.task].settings(args.preset, split_system(args.system)[1], overrides)
+    task, base = TASKS[args.task], not split_system(args.system)[1]
+    settings = task.settings(args.preset, base, overrides)
+    saved = settings["max_steps"] // settings["save_every"]
+    if 0 < saved < settings["average_last"]:
+        settings = task.settings(args.preset, base, {**overrides, "average_last": saved})
+    return settings
 
 
 def short_check(args: argparse.Namespace) -> bool:
@@ -265,15 +357,15 @@ def run_peer(args: argparse.Namespace, settings: dict, work: Path) -> dict:
 
 
 def recipe_command(args: argparse.Namespace, output: Path) -> list[str]:
-    """The task's recipe launched as its docs launch it, with the run's seed, the short check's budget and, for a
-    `-no-copy` system, the recipe's flags without the copy mechanism."""
+    """The task's recipe launched as its docs launch it (`Task.recipe_flags`), with the run's seed, the short
+    check's budget and, for a variant's system (`-no-copy`, `-no-grammar`), the variant's flags."""
     task = TASKS[args.task]
     command = ["accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1", task.recipe]
     if args.threads:  # accelerate launch sets the threads itself (OMP_NUM_THREADS) from this flag
         command[6:6] = ["--num_cpu_threads_per_process", str(args.threads)]
     command += ["--preset", args.preset, "--seed", str(args.seed), "--output-dir", str(output)]
-    command += ["--overwrite-output-dir"]
-    command += [] if split_system(args.system)[1] else list(task.no_copy_flags)
+    command += ["--overwrite-output-dir", *task.recipe_flags]
+    command += list(task.variant.recipe_flags) if split_system(args.system)[1] else []
     for flag, value in (("--max-steps", args.max_updates), ("--save-every", args.save_every)):
         command += [flag, str(value)] if value is not None else []
     command += ["--eval-every", str(args.eval_every)] if args.eval_every is not None else []
@@ -343,8 +435,8 @@ def timed_decoding(
     settings: dict | None = None,
 ) -> float:
     """Sentences a second of the final model's beam search (its generation config: the demo's beam) over the task's
-    test split (its first `test_limit` items, read as the recipe reads them: `Task.test_inputs`), on `threads` CPU
-    threads."""
+    test split (its first `test_limit` items, read and decoded as the recipe does: `Task.test_inputs`, with
+    `Task.keywords`: parsing's grammar where the settings have it), on `threads` CPU threads."""
     import torch
 
     from hf_vanilla import VanillaTransformerForConditionalGeneration
@@ -355,6 +447,7 @@ def timed_decoding(
     sources, keywords = TASKS[task].test_inputs(settings, test_limit)
     model = VanillaTransformerForConditionalGeneration.from_pretrained(model_folder)
     tokenizer = load_tokenizer(model_folder)
+    keywords = {**keywords, **TASKS[task].keywords(settings, tokenizer)}
     if threads:
         torch.set_num_threads(threads)
     start = time.perf_counter()
@@ -364,6 +457,7 @@ def timed_decoding(
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    TASKS[args.task].prepare()
     settings = run_settings(args)
     # The CTranslate2 row reads the hf_vanilla run of its seed: by default, that run's folder.
     folder_system = "hf_vanilla" if args.system == CT2 else args.system

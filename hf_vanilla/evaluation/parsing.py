@@ -24,6 +24,15 @@ def parse_and_score(
     if tree_grammar:
         generate_kwargs["processors_for_batch"] = tree_grammar_for(tokenizer, leaves)
     outputs = generate_texts(model, tokenizer, sentences, progress=progress, **generate_kwargs)
+    return score_parses(outputs, sentences, gold, leaves)
+
+
+def score_parses(outputs: list[str], sentences: list[str], gold: list[str], leaves: str = "placeholder") -> Evaluation:
+    """Any parser's raw `outputs` (linearized trees with `leaves`, as `config.tree_leaves`) for `sentences`, each
+    repaired by `delinearize` into a tree over its words (`tree_from_output`) and scored against `gold` by EVALB:
+    `parse_and_score`'s figures and predictions."""
+    if not len(outputs) == len(sentences) == len(gold):
+        raise ValueError(f"{len(outputs)} outputs for {len(sentences)} sentences and {len(gold)} gold trees")
     predictions, repaired = [], 0
     for sentence, output in zip(sentences, outputs):
         words = sentence.split()

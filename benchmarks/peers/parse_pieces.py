@@ -1,0 +1,124 @@
+"""The parsing demo's WSJ splits written as a peer reads them: the recipe's (words, linearized tree) pairs
+(`treebank_splits`, its `as_pairs` with the preset's `tree_leaves`) one a line (`.words`, `.tree`), as the demo's own
+whole-piece BPE pieces (without the </s> every peer adds itself), with the test split's words and gold trees beside
+them (`test.gold.jsonl`) for the recipe's own repair and EVALB."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from datasets import DatasetDict
+
+from hf_vanilla.data.encoding import encode_truncated_pairs
+from hf_vanilla.data.treebank import treebank_path, treebank_splits
+from hf_vanilla.evaluation.parsing import score_parses
+from hf_vanilla.tokenization import (
+    BpeOptions,
+    check_provenance,
+    ensure_shared_tokenizer,
+    load_tokenizer,
+    text_fingerprint,
+)
+
+from parse_table import parse_recipe
+from split_pieces import SPLITS, Exported, write_dictionary, write_sides
+
+SIDES = ("words", "tree")  # the recipe's LANGUAGES: source and target, the exported files' suffixes
+GOLD = "test.gold.jsonl"  # each test item's {"words": ..., "gold": ..., "leaves": ...}, a JSON object a line
+# The docs' NLTK data path (`NLTK_DATA=../shared/data/nltk_data`), used where NLTK_DATA is not set.
+SHARED_NLTK_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "nltk_data"
+
+
+def use_shared_nltk_data() -> None:
+    """NLTK_DATA as the recipe's docs launch it: the caller's, else the docs' shared folder where it exists (for this
+    process's NLTK and the recipe it launches)."""
+    if "NLTK_DATA" in os.environ or not SHARED_NLTK_DATA.is_dir():
+        return
+    os.environ["NLTK_DATA"] = str(SHARED_NLTK_DATA)
+    if "nltk.data" in sys.modules:  # NLTK reads NLTK_DATA once, when imported
+        sys.modules["nltk.data"].path.insert(0, str(SHARED_NLTK_DATA))
+
+
+def parse_corpus(settings: dict, treebank: str | None = None):
+    """The recipe's splits of `treebank` (default: the preset's, `nltk`), read by `treebank_splits` and paired by
+    the recipe's `as_pairs` with the model's `tree_leaves`, as the recipe reads them; and the treebank's name."""
+    treebank = treebank or settings["treebank"]
+    splits = treebank_splits(treebank_path(treebank))
+    as_pairs = parse_recipe().as_pairs
+    return DatasetDict({split: as_pairs(trees, settings["tree_leaves"]) for split, trees in splits.items()}), treebank
+
+
+def parse_tokenizer(folder: Path, train_split, settings: dict, treebank: str, source: Path | None = None):
+    """The demo's shared whole-piece BPE of `settings["vocab_size"]` pieces (`BpeOptions(whitespace_only=True)`, as
+    the recipe builds it): trained into `folder` on `train_split` (its words and trees) by the function the recipe
+    trains it with (`ensure_shared_tokenizer`, reused when `folder` holds it already), or read from `source` (a
+    finished demo run's `tokenizer` folder) once its record says it was trained on the same text, size and options."""
+    options = BpeOptions(whitespace_only=True)
+    if source is not None:
+        expected = {"vocab_size": settings["vocab_size"], "text_sha256": text_fingerprint(train_split, SIDES)}
+        check_provenance(source, {**expected, **options.record()})
+        return load_tokenizer(source)
+    ensure_shared_tokenizer(folder, train_split, SIDES, settings["vocab_size"], treebank, options)
+    return load_tokenizer(folder)
+
+
+def export_trees(corpus, tokenizer, folder: Path, settings: dict, test_limit: int | None = None) -> Exported:
+    """Writes `folder/{train,valid,test}.{words,tree}` (pieces of every pair: the recipe filters and cuts none),
+    `test.gold.jsonl` and `dict.txt` (`write_dictionary`); `test_limit` keeps the first N test items. The details
+    hold the longest training pair in tokens (</s> counted), which fairseq's positions and batches must hold."""
+    folder.mkdir(parents=True, exist_ok=True)
+    counts, tokens, unknown, longest = {}, {}, 0, 0
+    for split, stem in SPLITS.items():
+        items = corpus[split]
+        if split == "test" and test_limit is not None:
+            items = items.select(range(min(test_limit, len(items))))
+        examples, _ = encode_truncated_pairs(items, tokenizer, *SIDES)
+        unknown += write_sides(examples, tokenizer, folder / stem, SIDES)
+        if split == "test":
+            leaves = settings["tree_leaves"]
+            lines = [
+                {"words": p["words"], "gold": g, "leaves": leaves} for p, g in zip(items["translation"], items["gold"])
+            ]
+            (folder / GOLD).write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        if split == "train":
+            longest = int(max(examples.source_lengths.max(), examples.target_lengths.max()))
+        counts[stem] = len(examples)
+        tokens[stem] = {"source": int(examples.source_lengths.sum()), "target": int(examples.target_lengths.sum())}
+    write_dictionary(tokenizer, folder / "dict.txt")
+    return Exported(folder, counts, {}, tokens, {"unk_pieces": unknown, "longest_train_tokens": longest})
+
+
+def score_parse_file(hypotheses: list[str], folder: Path) -> dict:
+    """The record's quality (EVALB F1) and every EVALB figure of `hypotheses` (linearized trees as text, in test
+    order) against the exported gold trees, by the recipe's own scoring (`score_parses`: `delinearize` repair over
+    each sentence's words for the trees' leaves, then EVALB, as `parse_and_score` scores the recipe's outputs)."""
+    items = [json.loads(line) for line in (folder / GOLD).read_text(encoding="utf-8").splitlines()]
+    if len(hypotheses) != len(items):
+        raise ValueError(f"{len(hypotheses)} hypotheses for {len(items)} test items")
+    words, gold = [item["words"] for item in items], [item["gold"] for item in items]
+    figures = score_parses(hypotheses, words, gold, items[0]["leaves"] if items else "placeholder").figures
+    return {"quality": {"metric": "f1", "value": figures["evalb_f1"]}, "evalb": figures}
+
+
+def parse_results(results: dict) -> dict:
+    """The record's quality and EVALB figures from the parsing recipe's results.json."""
+    names = [name for name in results if name.startswith("evalb_") or name == "repaired_share"]
+    return {"quality": {"metric": "f1", "value": results["evalb_f1"]}, "evalb": {n: results[n] for n in names}}
+
+
+def parse_test_inputs(settings: dict, test_limit: int | None) -> tuple[list[str], dict]:
+    """The test sentences the recipe parses (the first `test_limit`), its words space-separated; no keywords: the
+    grammar's processors need the model's tokenizer (`parse_keywords`)."""
+    corpus, _ = parse_corpus(settings)
+    return [pair["words"] for pair in corpus["test"]["translation"]][:test_limit], {}
+
+
+def parse_keywords(settings: dict, tokenizer) -> dict:
+    """`generate_texts`' keywords the recipe decodes the test split with: the tree grammar's processors where the
+    settings decode under it (`parse_and_score`'s), none without."""
+    from hf_vanilla.parsing.grammar import tree_grammar_for
+
+    if not settings["tree_grammar"]:
+        return {}
+    return {"processors_for_batch": tree_grammar_for(tokenizer, settings["tree_leaves"])}
