@@ -10,9 +10,8 @@ from hf_vanilla.configuration_vanilla import VanillaGenerationConfig
 from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.model_building import run_config
 from hf_vanilla.training.presets import PARSING_PRESETS
-from hf_vanilla.training.schedule import peak_learning_rate
 
-from settings_table import OVERRIDABLE, Row, _model_rows, _training_rows, fairseq_train_flags
+from settings_table import OVERRIDABLE, Row, _model_rows, _training_rows, fairseq_train_flags, resolved_training
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 DECODE_MAX_TOKENS = 4000  # hf_vanilla.decoding.generate_texts' batches of source tokens
@@ -50,18 +49,7 @@ def parsing_settings(preset: str = "demo", grammar: bool = True, **overrides) ->
         **{name: getattr(model, name) for name in names},
         "treebank": run.treebank,
         "tree_grammar": bool(run.tree_grammar),
-        "vocab_size": run.vocab_size,
-        "adam_betas": run.betas,
-        "adam_eps": run.adam_eps,
-        "warmup_steps": run.warmup_steps,
-        "lr_scale": run.lr_scale,
-        "peak_lr": peak_learning_rate(model.d_model, run.warmup_steps, run.lr_scale),
-        "tokens_per_step": run.tokens_per_step,
-        "max_steps": run.max_steps,
-        "save_every": run.save_every,
-        "keep_last": run.keep_last,
-        "average_last": run.average_last,
-        "eval_every": run.eval_every,
+        **resolved_training(run, model.d_model),
         "final_model": run.final_model,
         "max_length": run.max_length,
         "max_length_ratio": run.max_length_ratio,

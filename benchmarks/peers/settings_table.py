@@ -76,6 +76,18 @@ class Row:
     matched: bool = True
 
 
+def resolved_training(run, d_model: int) -> dict:
+    """A resolved recipe run's (`hf_vanilla.training.arguments.resolve`) optimizer, schedule, batch, checkpoint and
+    validation settings, as summarization's and parsing's tables read them."""
+    names = ("vocab_size", "adam_eps", "warmup_steps", "lr_scale", "tokens_per_step", "max_steps", "save_every")
+    names += ("keep_last", "average_last", "eval_every")
+    return {
+        **{name: getattr(run, name) for name in names},
+        "adam_betas": run.betas,
+        "peak_lr": peak_learning_rate(d_model, run.warmup_steps, run.lr_scale),
+    }
+
+
 def fairseq_rows(s: dict) -> list[Row]:
     """The side-by-side table of fairseq 0.12 (`transformer` arch, `label_smoothed_cross_entropy`, `adam`,
     `inverse_sqrt`) against the settings `s` (`demo_settings`): the model's rows, training's, then decoding's."""

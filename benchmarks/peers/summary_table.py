@@ -11,9 +11,8 @@ from hf_vanilla.configuration_vanilla import VanillaGenerationConfig
 from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.model_building import run_config
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
-from hf_vanilla.training.schedule import peak_learning_rate
 
-from settings_table import OVERRIDABLE, Row, _model_rows, _training_rows, fairseq_train_flags
+from settings_table import OVERRIDABLE, Row, _model_rows, _training_rows, fairseq_train_flags, resolved_training
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 # Where `--user-dir` points inside fairseq's installed package (the rows show it so; `fairseq_peer` finds it).
@@ -49,18 +48,7 @@ def summarization_settings(preset: str = "demo", copy: bool = True, **overrides)
         **_model_settings(model),
         "whole_word_copy": model.pointer_generator and run.whole_word_copy is not False,
         "lowercase": bool(run.lowercase),
-        "vocab_size": run.vocab_size,
-        "adam_betas": run.betas,
-        "adam_eps": run.adam_eps,
-        "warmup_steps": run.warmup_steps,
-        "lr_scale": run.lr_scale,
-        "peak_lr": peak_learning_rate(model.d_model, run.warmup_steps, run.lr_scale),
-        "tokens_per_step": run.tokens_per_step,
-        "max_steps": run.max_steps,
-        "save_every": run.save_every,
-        "keep_last": run.keep_last,
-        "average_last": run.average_last,
-        "eval_every": run.eval_every,
+        **resolved_training(run, model.d_model),
         "eval_metric_sentences": run.eval_metric_sentences,
         "best_checkpoint_metric": run.best_checkpoint_metric,
         "final_model": run.final_model,
