@@ -22,6 +22,8 @@ import torch.nn.functional as F
 
 from hf_vanilla.errors import user_exit
 
+from split_pieces import read_dictionary
+
 PROGRAM = "fairseq_in_hf"
 # Run in fairseq's environment: a checkpoint's float tensors and fairseq's own position table, as plain tensors.
 DUMP = r"""
@@ -186,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
             raise user_exit(PROGRAM, f"{path} is missing: first run.py --task translation, fairseq and hf_vanilla")
     data = args.fairseq_run[0] / "data"
     tokenizer = load_tokenizer(args.fairseq_run[0] / "tokenizer")
-    dictionary = [line.rsplit(" ", 1)[0] for line in (data / "dict.txt").read_text(encoding="utf-8").splitlines()]
+    dictionary = read_dictionary(data / "dict.txt")
     try:
         row_ids = fairseq_rows_to_ids(dictionary, tokenizer)
     except ValueError as error:

@@ -11,7 +11,7 @@ import yaml
 
 from peer_process import PeerJob, PeerRun, environment, newest_numbered, run_logged
 from settings_table import Row
-from split_pieces import longest_source
+from split_pieces import longest_source, read_dictionary
 
 # OpenNMT's own specials (opts.py `default_specials`), put in front of the vocabulary file's tokens, ids 0-3.
 SPECIALS = ("<unk>", "<blank>", "<s>", "</s>")
@@ -257,7 +257,7 @@ def write_vocabulary(dictionary: Path, path: Path) -> list[str]:
     fairseq's `dict.txt` (the tokenizer's pieces but its 4 specials, in id order); returns them. OpenNMT puts its
     own 4 `SPECIALS` in front and keeps the file's order (pyonmttok.build_vocab_from_tokens: equal counts keep
     their order), so the model has the tokenizer's size and pieces."""
-    pieces = [line.rsplit(" ", 1)[0] for line in dictionary.read_text(encoding="utf-8").splitlines()]
+    pieces = read_dictionary(dictionary)
     clashes = sorted({piece for piece in pieces if piece in SPECIALS or FEATURE_SEPARATOR in piece})
     if clashes:
         raise ValueError(f"pieces OpenNMT would read as its specials or as source features: {clashes}")

@@ -13,16 +13,10 @@ from datasets import DatasetDict
 from hf_vanilla.data.encoding import encode_truncated_pairs
 from hf_vanilla.data.treebank import treebank_path, treebank_splits
 from hf_vanilla.evaluation.parsing import score_parses
-from hf_vanilla.tokenization import (
-    BpeOptions,
-    check_provenance,
-    ensure_shared_tokenizer,
-    load_tokenizer,
-    text_fingerprint,
-)
+from hf_vanilla.tokenization import BpeOptions
 
 from parse_table import parse_recipe
-from split_pieces import SPLITS, Exported, write_dictionary, write_sides
+from split_pieces import SPLITS, Exported, shared_tokenizer, write_dictionary, write_sides
 
 SIDES = ("words", "tree")  # the recipe's LANGUAGES: source and target, the exported files' suffixes
 GOLD = "test.gold.jsonl"  # each test item's {"words": ..., "gold": ..., "leaves": ...}, a JSON object a line
@@ -50,17 +44,11 @@ def parse_corpus(settings: dict, treebank: str | None = None):
 
 
 def parse_tokenizer(folder: Path, train_split, settings: dict, treebank: str, source: Path | None = None):
-    """The demo's shared whole-piece BPE of `settings["vocab_size"]` pieces (`BpeOptions(whitespace_only=True)`, as
-    the recipe builds it): trained into `folder` on `train_split` (its words and trees) by the function the recipe
-    trains it with (`ensure_shared_tokenizer`, reused when `folder` holds it already), or read from `source` (a
-    finished demo run's `tokenizer` folder) once its record says it was trained on the same text, size and options."""
+    """The demo's shared whole-piece BPE of `settings["vocab_size"]` pieces over words and trees
+    (`BpeOptions(whitespace_only=True)`, as the recipe builds it): `shared_tokenizer`'s, trained into `folder` or read
+    from `source`."""
     options = BpeOptions(whitespace_only=True)
-    if source is not None:
-        expected = {"vocab_size": settings["vocab_size"], "text_sha256": text_fingerprint(train_split, SIDES)}
-        check_provenance(source, {**expected, **options.record()})
-        return load_tokenizer(source)
-    ensure_shared_tokenizer(folder, train_split, SIDES, settings["vocab_size"], treebank, options)
-    return load_tokenizer(folder)
+    return shared_tokenizer(folder, train_split, settings["vocab_size"], treebank, source, SIDES, options)
 
 
 def export_trees(corpus, tokenizer, folder: Path, settings: dict, test_limit: int | None = None) -> Exported:

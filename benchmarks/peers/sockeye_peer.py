@@ -8,7 +8,7 @@ from pathlib import Path
 
 from peer_process import PeerJob, PeerRun, environment, newest_numbered, run_logged
 from sockeye_settings import SPECIALS, sockeye_rows, sockeye_train_flags, sockeye_translate_flags
-from split_pieces import longest_source
+from split_pieces import longest_source, read_dictionary
 
 __all__ = ["run_sockeye", "sockeye_rows"]
 
@@ -40,8 +40,7 @@ def vocabulary(pieces: list[str]) -> dict[str, int]:
 
 def write_vocabulary(dictionary: Path, path: Path) -> dict[str, int]:
     """Writes the vocabulary JSON of `dictionary` (dict.txt's `piece 1` lines) to `path`, as sockeye.vocab does."""
-    lines = dictionary.read_text(encoding="utf-8").splitlines()
-    vocab = vocabulary([line.rsplit(" ", 1)[0] for line in lines if line])
+    vocab = vocabulary([piece for piece in read_dictionary(dictionary) if piece])
     path.write_text(json.dumps(vocab, indent=4, ensure_ascii=False), encoding="utf-8")
     return vocab
 

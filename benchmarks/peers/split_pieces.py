@@ -9,6 +9,7 @@ from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
 from hf_vanilla.data.encoding import EncodedPairs
 from hf_vanilla.tokenization import (
     SPECIAL_TOKENS,
+    BpeOptions,
     check_provenance,
     ensure_shared_tokenizer,
     load_tokenizer,
@@ -30,15 +31,24 @@ def demo_corpus(settings: dict, dataset: str = "bible"):
     return select_pairs(corpus, *LANGUAGES, limits)
 
 
-def shared_tokenizer(folder: Path, train_split, vocab_size: int, dataset: str = "bible", source: Path | None = None):
-    """The demo's shared BPE: trained into `folder` on `train_split` by the function the recipe trains it with
-    (`ensure_shared_tokenizer`, reused when `folder` holds it already), or, with `source` (a finished demo run's
-    `tokenizer` folder), read from there once its record says it was trained on the same text and size."""
+def shared_tokenizer(
+    folder: Path,
+    train_split,
+    vocab_size: int,
+    dataset: str = "bible",
+    source: Path | None = None,
+    sides: tuple[str, str] = LANGUAGES,
+    options: BpeOptions | None = None,
+):
+    """A demo's shared BPE of `vocab_size` pieces over the `sides` of `train_split`: trained into `folder` by the
+    function the recipe trains it with (`ensure_shared_tokenizer`, with the recipe's `options`; reused when `folder`
+    holds it already), or, with `source` (a finished demo run's `tokenizer` folder), read from there once its record
+    says it was trained on the same text and size (and `options`, where given)."""
     if source is not None:
-        expected = {"vocab_size": vocab_size, "text_sha256": text_fingerprint(train_split, LANGUAGES)}
-        check_provenance(source, expected)
+        expected = {"vocab_size": vocab_size, "text_sha256": text_fingerprint(train_split, sides)}
+        check_provenance(source, {**expected, **(options.record() if options else {})})
         return load_tokenizer(source)
-    ensure_shared_tokenizer(folder, train_split, LANGUAGES, vocab_size, dataset)
+    ensure_shared_tokenizer(folder, train_split, sides, vocab_size, dataset, options)
     return load_tokenizer(folder)
 
 
@@ -110,6 +120,11 @@ def write_sides(examples: EncodedPairs, tokenizer, stem: Path, sides: tuple[str,
         _write_lines(stem.with_name(f"{stem.name}.{side}"), lines)
         unknown += int((ids == tokenizer.unk_token_id).sum())
     return unknown
+
+
+def read_dictionary(path: Path) -> list[str]:
+    """The pieces of a `dict.txt` (`write_dictionary`'s `piece count` lines), in its order, one a line."""
+    return [line.rsplit(" ", 1)[0] for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def longest_source(path: Path) -> int:

@@ -10,15 +10,9 @@ from hf_vanilla.data.encoding import encode_truncated_pairs
 from hf_vanilla.data.summaries import SIDES, as_pairs, load_summarization_corpus
 from hf_vanilla.evaluation.rouge import figure_names
 from hf_vanilla.evaluation.summarization import score_summaries
-from hf_vanilla.tokenization import (
-    BpeOptions,
-    check_provenance,
-    ensure_shared_tokenizer,
-    load_tokenizer,
-    text_fingerprint,
-)
+from hf_vanilla.tokenization import BpeOptions
 
-from split_pieces import SPLITS, Exported, write_dictionary, write_sides
+from split_pieces import SPLITS, Exported, shared_tokenizer, write_dictionary, write_sides
 from summary_table import summarize_recipe
 
 REFERENCES = "test.references.jsonl"  # each test item's references, a JSON list a line, the sender's subject first
@@ -37,17 +31,9 @@ def bpe_options(settings: dict) -> BpeOptions:
 
 
 def summary_tokenizer(folder: Path, train_split, settings: dict, dataset: str, source: Path | None = None):
-    """The demo's shared BPE of `settings["vocab_size"]` pieces: trained into `folder` on `train_split` (its bodies and
-    subjects) by the function the recipe trains it with (`ensure_shared_tokenizer`, reused when `folder` holds it
-    already), or read from `source` (a finished demo run's `tokenizer` folder) once its record says it was trained
-    on the same text, size and options."""
-    options = bpe_options(settings)
-    if source is not None:
-        expected = {"vocab_size": settings["vocab_size"], "text_sha256": text_fingerprint(train_split, SIDES)}
-        check_provenance(source, {**expected, **options.record()})
-        return load_tokenizer(source)
-    ensure_shared_tokenizer(folder, train_split, SIDES, settings["vocab_size"], dataset, options)
-    return load_tokenizer(folder)
+    """The demo's shared BPE of `settings["vocab_size"]` pieces over bodies and subjects, with the recipe's options
+    (`bpe_options`): `shared_tokenizer`'s, trained into `folder` or read from `source`."""
+    return shared_tokenizer(folder, train_split, settings["vocab_size"], dataset, source, SIDES, bpe_options(settings))
 
 
 def export_summaries(corpus, tokenizer, folder: Path, settings: dict, test_limit: int | None = None) -> Exported:
