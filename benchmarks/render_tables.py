@@ -231,11 +231,159 @@ def peers_block() -> str:
     )
 
 
+GPU_TRAINING = {
+    "train-base": "base, eager",
+    "train-base-compiled": "base, `torch.compile`",
+    "train-big": "big, eager",
+    "train-big-compiled": "big, `torch.compile`",
+}
+GPU_DECODING = {"decode": "dynamic cache", "decode-static": "static cache, compiled"}
+
+
+def flag(command: list[str], name: str) -> str:
+    """The value given to `name` in a recorded command line."""
+    return command[command.index(name) + 1]
+
+
+def gpu_suites() -> dict[str, tuple[list[str], dict[str, dict]]]:
+    """Each GPU's suite records (`*-gpu-suite-*.json`, by name) and their finished steps, a later record's winning."""
+    suites: dict[str, tuple[list[str], dict[str, dict]]] = {}
+    runs = [(json.loads(path.read_text()), path.name) for path in RESULTS.glob("*-gpu-suite-*.json")]
+    for run, name in sorted(runs, key=lambda pair: pair[0]["date"]):
+        names, steps = suites.setdefault(run["device"], ([], {}))
+        names.append(f"`{name}` (commit {run['commit'][:7]}, torch {run['torch']})")
+        steps.update(
+            {name: step | {"date": run["date"][:10]} for name, step in run["steps"].items() if step["status"] == "ok"}
+        )
+    return suites
+
+
+def gpu_training_rows(steps: dict[str, dict]) -> list[list[str]]:
+    """One row per training step: tokens/s of the three models, the ratio to Marian, MFU, peak memory, graphs."""
+    rows = []
+    for name, label in GPU_TRAINING.items():
+        if name not in steps:
+            continue
+        ours, chunked, marian = (
+            steps[name]["figures"][m] for m in ("hf_vanilla", "hf_vanilla chunked", "MarianMTModel")
+        )
+        graphs = (
+            f"{ours['compiled_graphs']} / {ours['graph_breaks']}; {marian['compiled_graphs']} / "
+            f"{marian['graph_breaks']}"
+            if "compiled_graphs" in ours
+            else "eager"
+        )
+        rows.append(
+            [
+                label,
+                *(number(m["train_tokens_per_s"], 0) for m in (ours, chunked, marian)),
+                number(ours["train_tokens_per_s"] / marian["train_tokens_per_s"], 2),
+                f"{number(ours['mfu'], 3)} / {number(marian['mfu'], 3)}",
+                f"{number(ours['peak_memory_mib'], 0)} / {number(chunked['peak_memory_mib'], 0)} / "
+                f"{number(marian['peak_memory_mib'], 0)}",
+                graphs,
+            ]
+        )
+    return rows
+
+
+def gpu_decoding_rows(steps: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
+    """The decoding table's header and rows: each setting's tokens/s for each cache that was measured."""
+    done = [name for name in GPU_DECODING if name in steps]
+    header = ["setting"] + [f"{GPU_DECODING[n]}: {m}" for n in done for m in ("hf_vanilla", "Marian", "ratio")]
+    rows = []
+    for key, label in SETTINGS.items():
+        cells = [label]
+        for name in done:
+            ours, marian = (
+                steps[name]["figures"][m][f"generate_{key}_tok_s"] for m in ("hf_vanilla", "MarianMTModel")
+            )
+            cells += [number(ours), number(marian), number(ours / marian, 2)]
+        rows.append(cells)
+    return header, rows
+
+
+def gpu_notes(steps: dict[str, dict]) -> list[str]:
+    """The suite's figures that are sentences, not tables: the CUDA tests, the static cache's graphs, the curves."""
+    notes = []
+    if "cuda-tests" in steps:
+        tests = steps["cuda-tests"]["figures"]
+        notes.append(
+            f"`tests/test_cuda.py`: {tests['passed']} passed, {tests['failures']} failed, {tests['errors']} "
+            f"errors, {tests['skipped']} skipped."
+        )
+    if "decode-static" in steps:
+        ours, marian = (steps["decode-static"]["figures"][m] for m in ("hf_vanilla", "MarianMTModel"))
+        notes.append(
+            f"Static cache, compiled by transformers, over the four settings: hf_vanilla "
+            f"{ours['decode_compiled_graphs']} graphs and {ours['decode_graph_breaks']} breaks, Marian "
+            f"{marian['decode_compiled_graphs']} graphs and {marian['decode_graph_breaks']} breaks."
+        )
+    if "loss-curves" in steps:
+        summary, setting = steps["loss-curves"]["figures"]["summary"], steps["loss-curves"]["figures"]["setting"]
+        notes.append(
+            f"`benchmarks/loss_curves.py`: {setting['steps']} updates of {setting['model_size']}, batch "
+            f"{setting['batch_size']}, the same seed and batches in fp32 and in bf16 autocast: the last 10 updates' "
+            f"mean loss {summary['fp32_last10_mean']} and {summary['bf16_last10_mean']} (relative difference "
+            f"{summary['last10_relative_difference']}), the largest difference at one update "
+            f"{summary['max_abs_difference']}, every loss finite: {summary['finite']}."
+        )
+    return notes
+
+
+def gpu_block() -> str:
+    """benchmarks/gpu_suite.py on a lent GPU: CUDA tests, bf16 training and decoding beside Marian, loss curves."""
+    parts = []
+    for device, (names, steps) in gpu_suites().items():
+        dates = ", ".join(sorted({step["date"] for step in steps.values()}))
+        parts.append(
+            wrapped(
+                f"{device}, {dates}: {'; '.join(names)}. One run of each step, so how much a figure "
+                "moves between runs is not measured."
+            )
+        )
+        if training := gpu_training_rows(steps):
+            header = [
+                "setting",
+                "hf_vanilla tokens/s",
+                "chunked loss",
+                "MarianMTModel",
+                "hf_vanilla / Marian",
+                "MFU (hf_vanilla / Marian)",
+                "peak MiB (hf_vanilla / chunked / Marian)",
+                "graphs / breaks (hf_vanilla; Marian)",
+            ]
+            command = next(steps[name]["command"] for name in GPU_TRAINING if name in steps)
+            parts.append(
+                wrapped(
+                    f"Training in bf16 autocast, batch {flag(command, '--batch-size')} × {flag(command, '--length')} "
+                    f"+ {flag(command, '--length')} tokens, {flag(command, '--train-steps')} timed steps after the "
+                    f"warm-up, the chunked loss {flag(command, '--loss-chunk-tokens')} positions a chunk:"
+                )
+                + "\n"
+                + table(header, training)
+            )
+        header, decoding = gpu_decoding_rows(steps)
+        if len(header) > 1:
+            command = next(steps[name]["command"] for name in GPU_DECODING if name in steps)
+            parts.append(
+                wrapped(
+                    f"Decoding in bf16, {flag(command, '--new-tokens')} new tokens, tokens/s, each the mean of "
+                    f"{flag(command, '--repeats')} timed calls:"
+                )
+                + "\n"
+                + table(header, decoding)
+            )
+        parts += [wrapped(note) for note in gpu_notes(steps)]
+    return "\n".join(parts) if parts else wrapped("No GPU suite is recorded yet.")
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "compare-marian-cpu": marian_block,
     "engines-speed": engine_speed_block,
     "engines-bleu": engine_bleu_block,
     "peers": peers_block,
+    "gpu-suite": gpu_block,
 }
 
 
