@@ -212,7 +212,8 @@ def peers_block() -> str:
     for r in sorted(
         records, key=lambda r: (PEER_TASKS.index(r["task"]), not r["system"].startswith("hf_vanilla"), r["system"])
     ):
-        groups.setdefault((r["task"], r["system"]), []).append(r)
+        scale = r.get("resolved_settings", {}).get("peer_lr_scale")
+        groups.setdefault((r["task"], r["system"] + (f" (lr_scale {scale:g})" if scale else "")), []).append(r)
     rows = [peer_row(task, system, runs) for (task, system), runs in groups.items()]
     devices = sorted({f"{r['device']['processor']}, {r['device']['threads'] or 'torch default'} threads of "
                       f"{r['device']['cpu_count']}" for r in records})  # fmt: skip

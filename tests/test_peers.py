@@ -190,6 +190,40 @@ def test_the_command_line_takes_a_short_check_and_refuses_a_count_under_one(monk
         run.parse_args(["--system", "marian"])  # no such peer: refused by argparse
 
 
+def test_a_peer_s_tuned_rate_reaches_its_flags_its_table_and_its_record_name(monkeypatch, capsys, tmp_path):
+    """`--peer-lr-scale`: the peer's flags take the scaled peak, the table's hf_vanilla column keeps the preset's and
+    a row says what was tuned, and the record and work folder are named apart from an untuned run's."""
+    run, table = peer_module("run"), peer_module("settings_table")
+    preset = run.run_settings(run.parse_args(["--system", "fairseq"]))
+    tuned = run.run_settings(run.parse_args(["--system", "fairseq", "--peer-lr-scale", "0.25"]))
+    assert tuned == {**preset, "peer_lr_scale": 0.25}
+    flags = table.fairseq_train_flags(tuned, 1)
+    assert float(flags[flags.index("--lr") + 1]) == pytest.approx(preset["peak_lr"] * 0.25 / preset["lr_scale"])
+    rate = next(row for row in table.fairseq_rows(tuned) if row.setting == "learning rate")
+    assert f"peak {preset['peak_lr']:.6g}" in rate.hf_vanilla and f"--lr {preset['peak_lr'] * 0.25:.6g}" in rate.peer
+    assert run.tuned_rows(preset) == []
+    [row] = run.tuned_rows(tuned)
+    assert (row.hf_vanilla, row.peer) == ("lr_scale 1.0 (the preset's)", "lr_scale 0.25 (--peer-lr-scale)")
+    assert not row.matched
+    opennmt = peer_module("opennmt_peer").train_config(tuned, 1, tmp_path, tmp_path / "v", tmp_path / "m", 10)
+    assert opennmt["learning_rate"] == 0.25
+    record_module = peer_module("peer_record")
+    record = {"task": "translation", "system": "fairseq", "seed": 1, "resolved_settings": tuned}
+    day = datetime.date(2026, 11, 27)
+    assert (
+        record_module.record_path(tmp_path, record, day).name
+        == "peers-translation-fairseq-lr_scale0.25-seed1-2026-11-27.json"
+    )
+    monkeypatch.setattr("sys.argv", ["run.py"])
+    for refused in (
+        ["--system", "hf_vanilla", "--peer-lr-scale", "0.5"],
+        ["--system", "fairseq", "--peer-lr-scale", "0"],
+    ):
+        with pytest.raises(SystemExit):
+            run.parse_args(refused)
+        assert "--peer-lr-scale is a positive scale of a peer's rate" in capsys.readouterr().err
+
+
 def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(exported, tmp_path):
     export, tokenizer = exported
     data = peer_module("split_pieces")
@@ -225,12 +259,18 @@ def test_the_peers_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path
     write("hf_vanilla", 2, 99.0, 1.0, 1.0, short_check=True)
     write("sockeye", 1, 18.0, 5.0, 900.0, machine_shared=True)
     write("hf_vanilla-ct2", 1, 22.0, 1000.0, 700.0)
+    tuned = {"task": "translation", "system": "sockeye", "seed": 1, "quality": {"metric": "sacrebleu", "value": 19.0},
+             "train_tokens_per_s": 10.0, "decode_sentences_per_s": 1.0, "wall_s": 60.0, "peak_rss_mb": 500.0,
+             "device": {"processor": "x86_64", "threads": 2, "cpu_count": 2},
+             "resolved_settings": {"peer_lr_scale": 0.25}}  # fmt: skip
+    (tmp_path / "peers-translation-sockeye-lr_scale0.25-seed1.json").write_text(json.dumps(tuned))
     rows = [line for line in render_tables.peers_block().splitlines() if line.startswith("| translation")]
     assert rows == [
         "| translation | hf_vanilla | 1 | sacreBLEU 22.50 | 1,000.0 | 10.0 | 10.00 | 650 |",
         "| translation | hf_vanilla-ct2 | 1 | sacreBLEU 22.00 | 1,000.0 | 10.0 | 10.00 | 700 |",
         "| translation | fairseq | 1, 2 | sacreBLEU 20.50 (20.00-21.00) | 1,000.0 (900.0-1,100.0) | 15.0 (10.0-20.0) "
         "| 10.00 (9.00-11.00) | 800 |",
+        "| translation | sockeye (lr_scale 0.25) | 1 | sacreBLEU 19.00 | 10.0 | 1.0 | 1.00 | 500 |",
         "| translation | sockeye | 1 | sacreBLEU 18.00 | shared machine | shared machine | shared machine | 900 |",
     ]
 

@@ -92,3 +92,36 @@ def test_reference_nll_is_the_model_s_cross_entropy():
     expected = sum(sums) / sum(len(t) for _, t in pairs)
     # Batches of 2 pad differently from one pair at a time: float32 sums of about 50 terms of size ~7.
     assert convert.reference_nll(model, pairs, start, batch=2) == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_tensor_with_no_place_is_refused(fairseq_order):
+    """A pointer-generator's p_gen projection, or a layer beyond the config's, is named, not dropped."""
+    original = tiny_model(position_embedding_type="learned")
+    for extra in ("decoder.project_p_gens.weight", f"decoder.layers.{original.config.decoder_layers}.fc1.weight"):
+        fs = fairseq_state(original, fairseq_order) | {extra: torch.zeros(3)}
+        expected = f"1 of fairseq's tensors have no place in a `transformer` (first: {extra})"
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            convert.mapped_model(fs, original.config, fairseq_order)
+
+
+def test_tied_copies_and_device_markers_are_accepted(fairseq_order):
+    """fairseq saves the tied decoder embedding and output projection, and a `_float_tensor` a position module."""
+    original = tiny_model(position_embedding_type="learned")
+    fs = fairseq_state(original, fairseq_order)
+    fs |= {
+        "decoder.embed_tokens.weight": fs["encoder.embed_tokens.weight"],
+        "decoder.output_projection.weight": fs["encoder.embed_tokens.weight"],
+        "encoder.embed_positions._float_tensor": torch.zeros(1),
+    }
+    mapped = convert.mapped_model(fs, original.config, fairseq_order)
+    torch.testing.assert_close(mapped.model.shared.weight, original.model.shared.weight)
+
+
+@pytest.mark.parametrize("system", ["fairseq", "fairseq-no-copy"])
+def test_fairseq_checkpoints_are_found_for_either_system(tmp_path, system):
+    folder = tmp_path / system / "checkpoints"
+    folder.mkdir(parents=True)
+    for name in ("checkpoint_10_1000.pt", "checkpoint_2_500.pt", "checkpoint_last.pt", "averaged.pt"):
+        (folder / name).touch()
+    found = convert.fairseq_checkpoints(tmp_path)
+    assert [path.name for path in found] == ["checkpoint_2_500.pt", "checkpoint_10_1000.pt", "averaged.pt"]

@@ -1,20 +1,27 @@
-"""fairseq's translation models inside hf_vanilla: separates the decoder from the model when fairseq scores higher.
+"""fairseq's `transformer` models inside hf_vanilla: separates the decoder from the model where the scores differ.
 
-Each fairseq checkpoint of a finished `run.py --system fairseq` run (the last update checkpoints and their average) is
-read in fairseq's own environment, its weights mapped onto `VanillaTransformerForConditionalGeneration` (fairseq's
-sinusoids, sin and cos halves from position 2, as a learned position table; its `</s>` as the decoder's start) and
-then, beside every checkpoint of the hf_vanilla runs given, teacher-forced on the exported validation and test pieces
-(NLL in nats a token) and decoded on the test split by `generate()` with the recipe's settings (sacreBLEU).
+Each fairseq checkpoint of a finished `run.py` fairseq run of translation, or of summarization without copying (the
+last update checkpoints and their average) is read in fairseq's own environment, its weights mapped onto
+`VanillaTransformerForConditionalGeneration` (fairseq's sinusoids, sin and cos halves from position 2, as a learned
+position table; its `</s>` as the decoder's start) and then, beside every checkpoint of the hf_vanilla runs given,
+teacher-forced on the exported validation and test pieces (NLL in nats a token). The averaged (final) models are
+decoded on the test split by `generate()` with the hf_vanilla run's generation settings and the recipe's test inputs,
+and scored by the task's scorer (`run.TASKS`: sacreBLEU, ROUGE-1).
 
     python benchmarks/peers/fairseq_in_hf.py --fairseq-run /tmp/peers/translation-fairseq-1 \
         --hf-run /tmp/peers/translation-hf_vanilla-1 --venvs DIR
+    python benchmarks/peers/fairseq_in_hf.py --task summarization \
+        --fairseq-run /tmp/peers/summarization-fairseq-no-copy-1 --hf-run /tmp/peers/summarization-hf_vanilla-no-copy-2
 """
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -38,6 +45,9 @@ tensors["positions"] = SinusoidalPositionalEmbedding.get_embedding(positions + 2
 torch.save(tensors, output)
 """
 FAIRSEQ_SPECIALS = ("bos", "pad", "eos", "unk")  # fairseq's dictionary rows 0-3: <s>, <pad>, </s>, <unk>
+# fairseq's tensors that hf_vanilla has no place for because it ties them (or, `_float_tensor`, a device marker).
+TIED_OR_MARKERS = ("decoder.embed_tokens.weight", "decoder.output_projection.weight", "positions")
+TASKS_MAPPED = ("translation", "summarization")
 
 
 def fairseq_rows_to_ids(dictionary: list[str], tokenizer) -> list[int]:
@@ -58,7 +68,11 @@ def _attention(fs: dict, prefix: str, names: str, part: str) -> torch.Tensor:
 def fairseq_to_hf_state(fs: dict, layers: tuple[int, int], row_ids: list[int], vocab_size: int) -> dict:
     """hf_vanilla's state dict (learned positions, tied embeddings) from fairseq's `transformer` state `fs` (with
     its position table under "positions"); `layers` = (encoder, decoder); fairseq's embedding row i becomes token
-    `row_ids[i]`, and a token fairseq does not have keeps a zero row."""
+    `row_ids[i]`, and a token fairseq does not have keeps a zero row. A tensor of `fs` that has no place here (a
+    pointer-generator's p_gen, say) is a ValueError."""
+    left = [k for k in fs if not _is_mapped(k, layers)]
+    if left:
+        raise ValueError(f"{len(left)} of fairseq's tensors have no place in a `transformer` (first: {left[0]})")
     embedding = torch.zeros(vocab_size, fs["encoder.embed_tokens.weight"].shape[1])
     embedding[row_ids] = fs["encoder.embed_tokens.weight"]
     state = {"model.shared.weight": embedding}
@@ -77,6 +91,15 @@ def fairseq_to_hf_state(fs: dict, layers: tuple[int, int], row_ids: list[int], v
                     for name in ("encoder_attn.q_proj", "encoder_attn.out_proj", "encoder_attn_layer_norm"):
                         state[f"{h}.{name}.{part}"] = fs[f"{f}.{name}.{part}"]
     return state
+
+
+def _is_mapped(name: str, layers: tuple[int, int]) -> bool:
+    """Whether `fairseq_to_hf_state` reads fairseq's tensor `name` (the shared embedding, a layer's, the positions) or
+    hf_vanilla ties it to one it reads (or it is a device marker, `_float_tensor`)."""
+    if name in ("encoder.embed_tokens.weight", *TIED_OR_MARKERS) or name.endswith("_float_tensor"):
+        return True
+    found = re.fullmatch(r"(encoder|decoder)\.layers\.(\d+)\..+", name)
+    return bool(found and int(found[2]) < layers[found[1] == "decoder"])
 
 
 def mapped_model(fs: dict, config, row_ids: list[int]):
@@ -113,16 +136,19 @@ def reference_nll(model, pairs: list[tuple[list[int], list[int]]], start_id: int
     return total / count
 
 
-def piece_pairs(data: Path, split: str, tokenizer) -> list[tuple[list[int], list[int]]]:
-    """The exported `split`'s (English, German) piece lines as id lists, each with </s>: what fairseq trained on."""
-    sides = [(data / f"{split}.{side}").read_text(encoding="utf-8").splitlines() for side in ("en", "de")]
+def piece_pairs(data: Path, split: str, tokenizer, sides: tuple[str, str]) -> list[tuple[list[int], list[int]]]:
+    """The exported `split`'s (source, target) piece lines (`split.SIDE`) as id lists, each with </s>: what fairseq
+    trained on."""
+    sides = [(data / f"{split}.{side}").read_text(encoding="utf-8").splitlines() for side in sides]
     eos = tokenizer.eos_token_id
     return [tuple(tokenizer.convert_tokens_to_ids(line.split()) + [eos] for line in pair) for pair in zip(*sides)]
 
 
 def fairseq_checkpoints(run: Path) -> list[Path]:
-    """A fairseq run's update checkpoints (by update) and its average, as `run.py` left them."""
-    folder = run / "fairseq" / "checkpoints"
+    """A fairseq run's update checkpoints (by update) and its average, as `run.py` left them (in the folder named for
+    the system, `fairseq` or `fairseq-no-copy`)."""
+    found = sorted(run.glob("fairseq*/checkpoints"))
+    folder = found[0] if found else run / "fairseq" / "checkpoints"
     updates = sorted(folder.glob("checkpoint_*_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
     return [*updates, folder / "averaged.pt"]
 
@@ -141,22 +167,37 @@ def dump_fairseq(python: Path, checkpoint: Path, folder: Path, positions: int) -
     return torch.load(output, weights_only=True)
 
 
-def score(model, start_id: int, splits: dict, test: tuple[list[str], list[str]] | None, tokenizer) -> dict:
-    """One model's NLL on each split and, given the `test` (sources, references), its sacreBLEU through
-    `generate_texts` with the model's own settings (the recipe's: beam 4, GNMT 0.6, source + 50)."""
+@dataclass(frozen=True)
+class TestSplit:
+    """What the final models are decoded on and scored by: the recipe's test inputs, `generate_texts`' keywords for
+    them, the exported data folder and the task's scorer (`Task.score`)."""
+
+    inputs: list[str]
+    keywords: dict
+    data: Path
+    scorer: Callable[[list[str], Path], dict]
+
+
+def score(model, start_id: int, splits: dict, test: TestSplit | None, tokenizer) -> dict:
+    """One model's NLL on each split and, given the `test` split, its quality (`test_<metric>`) through
+    `generate_texts` with the model's own generation settings."""
     from hf_vanilla.decoding import generate_texts
-    from hf_vanilla.evaluation.bleu import sacrebleu_score
 
     figures = {f"{name}_nll": round(reference_nll(model, pairs, start_id), 4) for name, pairs in splits.items()}
     if test is None:
         return figures
-    outputs = generate_texts(model, tokenizer, test[0], progress=False, decoder_start_token_id=start_id)
-    figures["test_sacrebleu"] = sacrebleu_score(outputs, test[1])[0]
+    outputs = generate_texts(
+        model, tokenizer, test.inputs, progress=False, decoder_start_token_id=start_id, **test.keywords
+    )
+    quality = test.scorer(outputs, test.data)["quality"]
+    figures[f"test_{quality['metric']}"] = quality["value"]
     return figures
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=TASKS_MAPPED, default="translation")
+    parser.add_argument("--preset", default="demo", help="The recipe's preset the runs were made with.")
     parser.add_argument("--fairseq-run", type=Path, action="append", required=True, help="run.py's work dir")
     parser.add_argument("--hf-run", type=Path, action="append", required=True, help="run.py's hf_vanilla work dir")
     parser.add_argument("--venvs", type=Path, required=True, help="Where the peers' environments are.")
@@ -165,9 +206,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def required_paths(args: argparse.Namespace) -> list[Path]:
-    """What the comparison reads: the exported data, every fairseq checkpoint and every recipe checkpoint."""
-    data = args.fairseq_run[0] / "data"
-    return [data / "dict.txt", data / "test.raw.en", *fairseq_models(args), *hf_models(args)]
+    """What the comparison reads: the exported dictionary, every fairseq checkpoint and every recipe checkpoint."""
+    return [args.fairseq_run[0] / "data" / "dict.txt", *fairseq_models(args), *hf_models(args)]
 
 
 def fairseq_models(args: argparse.Namespace) -> list[Path]:
@@ -178,28 +218,46 @@ def hf_models(args: argparse.Namespace) -> list[Path]:
     return [path for run in args.hf_run for path in hf_checkpoints(run)]
 
 
+def test_split(args: argparse.Namespace) -> TestSplit:
+    """The task's test inputs as the recipe decodes them (`Task.test_inputs` of the preset's settings)."""
+    from run import TASKS
+
+    task = TASKS[args.task]
+    inputs, keywords = task.test_inputs(task.settings(args.preset, True, {}), None)
+    return TestSplit(inputs, keywords, args.fairseq_run[0] / "data", task.score)
+
+
 def main(argv: list[str] | None = None) -> None:
-    from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+    from hf_vanilla import VanillaTransformerForConditionalGeneration
+    from hf_vanilla.configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
     from hf_vanilla.tokenization import load_tokenizer
+
+    from run import TASKS
 
     args = parse_args(argv)
     for path in required_paths(args):
         if not path.exists():
-            raise user_exit(PROGRAM, f"{path} is missing: first run.py --task translation, fairseq and hf_vanilla")
+            raise user_exit(PROGRAM, f"{path} is missing: first run.py --task {args.task}, fairseq and hf_vanilla")
     data = args.fairseq_run[0] / "data"
     tokenizer = load_tokenizer(args.fairseq_run[0] / "tokenizer")
-    dictionary = read_dictionary(data / "dict.txt")
     try:
-        row_ids = fairseq_rows_to_ids(dictionary, tokenizer)
+        row_ids = fairseq_rows_to_ids(read_dictionary(data / "dict.txt"), tokenizer)
     except ValueError as error:
         raise user_exit(PROGRAM, f"{data / 'dict.txt'} is not the runs' tokenizer's: {error}") from None
-    splits = {name: piece_pairs(data, name, tokenizer) for name in ("valid", "test")}
-    test = tuple((data / f"test.raw.{side}").read_text(encoding="utf-8").splitlines() for side in ("en", "de"))
-    config = VanillaTransformerConfig.from_pretrained(hf_checkpoints(args.hf_run[0])[-1])
+    splits = {name: piece_pairs(data, name, tokenizer, TASKS[args.task].sides) for name in ("valid", "test")}
+    test, final = test_split(args), hf_checkpoints(args.hf_run[0])[-1]
+    config, generation = (
+        VanillaTransformerConfig.from_pretrained(final),
+        VanillaGenerationConfig.from_pretrained(final),
+    )
     python, rows = args.venvs / "fairseq" / "bin" / "python", []
     with tempfile.TemporaryDirectory() as folder:
         for checkpoint in fairseq_models(args):
-            model = mapped_model(dump_fairseq(python, checkpoint, Path(folder), 1024), config, row_ids)
+            try:
+                model = mapped_model(dump_fairseq(python, checkpoint, Path(folder), 1024), config, row_ids)
+            except ValueError as error:
+                raise user_exit(PROGRAM, f"{checkpoint}: {error}") from None
+            model.generation_config = generation  # the recipe's decoding, as the hf_vanilla run's final model has it
             decoded = test if checkpoint.name == "averaged.pt" else None  # the model fairseq-generate scored
             rows.append({"checkpoint": str(checkpoint), **score(model, 2, splits, decoded, tokenizer)})
             print(json.dumps(rows[-1]), flush=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from peer_process import PeerJob, PeerRun, environment, newest_numbered, run_logged
-from settings_table import Row
+from settings_table import Row, peer_rate
 from split_pieces import longest_source, read_dictionary
 
 # OpenNMT's own specials (opts.py `default_specials`), put in front of the vocabulary file's tokens, ids 0-3.
@@ -147,7 +147,7 @@ def _optimiser_rows(s: dict) -> list[Row]:
         Row(
             "learning rate",
             schedule,
-            f"learning_rate {s['lr_scale']}, decay_method noam, warmup_steps {s['warmup_steps']}, "
+            f"learning_rate {peer_rate(s)[0]}, decay_method noam, warmup_steps {s['warmup_steps']}, "
             f"hidden_size {s['d_model']}",
             "noam_decay is d^-0.5 * min(n^-0.5, n w^-1.5) times learning_rate, with d = hidden_size and n counted "
             "from 1 for the first update, as here",
@@ -292,7 +292,7 @@ def train_config(s: dict, seed: int, data: Path, vocabulary: Path, save_model: P
         **{"dropout": [s["dropout"]], "attention_dropout": [s["attention_dropout"]], "dropout_steps": [0]},
         "label_smoothing": s["label_smoothing"],
         **{"optim": "adam", "adam_beta1": beta1, "adam_beta2": beta2, "max_grad_norm": 0},
-        **{"learning_rate": s["lr_scale"], "decay_method": "noam", "warmup_steps": s["warmup_steps"]},
+        **{"learning_rate": peer_rate(s)[0], "decay_method": "noam", "warmup_steps": s["warmup_steps"]},
         **{"batch_type": "tokens", "batch_size": s["tokens_per_step"], "batch_size_multiple": 1},
         **{"accum_count": [1], "normalization": "tokens", "bucket_size": train_pairs, "num_workers": 0},
         "train_steps": s["max_steps"],

@@ -72,10 +72,17 @@ def known_system(system) -> bool:
     return isinstance(system, str) and any(system == s or system.startswith(s + "-") for s in SYSTEMS)
 
 
+def tuned_suffix(settings: dict) -> str:
+    """`-lr_scale<X>` for a run whose peer trained at `run.py --peer-lr-scale X`, else ""."""
+    scale = settings.get("peer_lr_scale")
+    return f"-lr_scale{scale:g}" if scale else ""
+
+
 def record_path(folder: Path, record: dict, day: datetime.date | None = None) -> Path:
-    """`folder/peers-<task>-<system>-seed<S>-<date>.json`."""
+    """`folder/peers-<task>-<system>[-lr_scale<X>]-seed<S>-<date>.json` (`tuned_suffix`)."""
     day = day or datetime.date.today()
-    return Path(folder) / f"peers-{record['task']}-{record['system']}-seed{record['seed']}-{day.isoformat()}.json"
+    system = record["system"] + tuned_suffix(record.get("resolved_settings", {}))
+    return Path(folder) / f"peers-{record['task']}-{system}-seed{record['seed']}-{day.isoformat()}.json"
 
 
 def write_record(record: dict, folder: Path = RESULTS) -> Path:

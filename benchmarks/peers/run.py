@@ -65,7 +65,15 @@ from parse_pieces import (
 )
 from parse_table import parsing_settings
 from peer_process import PeerJob, PeerRun
-from peer_record import RESULTS, device, machine_load, peak_child_rss_mb, peak_own_rss_mb, write_record
+from peer_record import (
+    RESULTS,
+    device,
+    machine_load,
+    peak_child_rss_mb,
+    peak_own_rss_mb,
+    tuned_suffix,
+    write_record,
+)
 from peer_venvs import DEFAULT_ROOT, ensure_venv, install_line
 from settings_table import Row, as_records, demo_settings, fairseq_rows, render  # noqa: F401  (fairseq_rows public)
 from sockeye_peer import run_sockeye, sockeye_rows
@@ -283,6 +291,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tokenizer-from", type=Path, help="A finished demo run's tokenizer folder to reuse.")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="Where the record is written.")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads of the peer (default: torch's).")
+    parser.add_argument(
+        "--peer-lr-scale",
+        type=float,
+        help="A peer's lr_scale instead of the preset's (the record and its table say so): for a peer that the "
+        "preset's rate does not train, as the preset gives its own model without copying a rate of its own.",
+    )
     short = parser.add_argument_group("a short check (the record then says so; not a figure)")
     short.add_argument("--max-updates", type=int, help="Updates instead of the preset's.")
     short.add_argument("--save-every", type=int, help="Updates between checkpoints instead of the preset's.")
@@ -293,6 +307,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     system, suffix = split_system(args.system)
+    if args.peer_lr_scale is not None and (system not in PEERS or args.peer_lr_scale <= 0):
+        parser.error(f"--peer-lr-scale is a positive scale of a peer's rate ({', '.join(PEERS)}), not {system}'s")
     if system in PEERS and args.task not in PEERS[system].tasks:
         parser.error(f"{system} runs {', '.join(PEERS[system].tasks)} here, not {args.task}")
     if system.startswith(CT2) and args.task != "translation":
@@ -318,7 +334,23 @@ def run_settings(args: argparse.Namespace) -> dict:
     saved = settings["max_steps"] // settings["save_every"]
     if 0 < saved < settings["average_last"]:
         settings = task.settings(args.preset, base, {**overrides, "average_last": saved})
-    return settings
+    return settings if args.peer_lr_scale is None else {**settings, "peer_lr_scale": args.peer_lr_scale}
+
+
+def tuned_rows(settings: dict) -> list[Row]:
+    """The rows of what was tuned for the peer (`--peer-lr-scale`), none where nothing was."""
+    if not settings.get("peer_lr_scale"):
+        return []
+    return [
+        Row(
+            "learning rate tuned for the peer",
+            f"lr_scale {settings['lr_scale']} (the preset's)",
+            f"lr_scale {settings['peer_lr_scale']} (--peer-lr-scale)",
+            "the preset's rate does not train this peer; the preset gives its own model without copying a rate of "
+            "its own the same way (its `variants`)",
+            matched=False,
+        )
+    ]
 
 
 def short_check(args: argparse.Namespace) -> bool:
@@ -461,16 +493,19 @@ def main(argv: list[str] | None = None) -> dict:
     settings = run_settings(args)
     # The CTranslate2 row reads the hf_vanilla run of its seed: by default, that run's folder.
     folder_system = "hf_vanilla" if args.system == CT2 else args.system
+    folder_system += tuned_suffix(settings)
     work = args.work_dir or Path("/tmp/peers") / f"{args.task}-{folder_system}-{args.seed}"
     work.mkdir(parents=True, exist_ok=True)
     system = split_system(args.system)[0]
     peer = PEERS.get(system, PEERS["fairseq"])  # hf_vanilla's run is shown against fairseq's flags
-    print(render(peer.rows(settings), args.system if system in PEERS else "fairseq"), flush=True)
+    print(
+        render(peer.rows(settings) + tuned_rows(settings), args.system if system in PEERS else "fairseq"), flush=True
+    )
     start = time.perf_counter()
     figures = run_fairseq_or_recipe(args, settings, work)
     wall = figures.pop("wall_s", time.perf_counter() - start)
     peak_rss = figures.pop("peak_rss_mb", peak_child_rss_mb())
-    rows = figures.pop("rows")
+    rows = figures.pop("rows") + tuned_rows(settings)
     record = {
         "task": args.task,
         "system": args.system,

@@ -14,6 +14,13 @@ from hf_vanilla.training.schedule import peak_learning_rate
 OVERRIDABLE = ("max_steps", "save_every", "eval_every", "average_last")
 
 
+def peer_rate(s: dict) -> tuple[float, float]:
+    """The peer's (lr_scale, peak learning rate): the preset's, or the scale `run.py --peer-lr-scale` gave the peer
+    (`peer_lr_scale`; the peak is proportional to it)."""
+    scale = s.get("peer_lr_scale") or s["lr_scale"]
+    return scale, s["peak_lr"] * scale / s["lr_scale"]
+
+
 def demo_settings(preset: str = "demo", **overrides) -> dict:
     """Every setting of the translation recipe's `preset` that a peer has to match, as the recipe resolves it: the
     run's (`WMT_PRESETS`, `DEFAULTS`), the model's (`VanillaTransformerConfig.from_size`) and the decoding's
@@ -140,7 +147,7 @@ def _training_rows(s: dict) -> list[Row]:
         Row(
             "learning rate",
             schedule,
-            f"--lr-scheduler inverse_sqrt --lr {s['peak_lr']:.6g} --warmup-init-lr 0 "
+            f"--lr-scheduler inverse_sqrt --lr {peer_rate(s)[1]:.6g} --warmup-init-lr 0 "
             f"--warmup-updates {s['warmup_steps']}",
             "the same curve (linear to the peak, then peak * sqrt(w/n)), but fairseq's update n uses the rate of "
             "n-1 (its first update runs at lr 0)",
@@ -251,7 +258,7 @@ def fairseq_train_flags(s: dict, seed: int, extra: dict | None = None) -> list[s
         "--weight-decay": 0.0,
         "--clip-norm": 0.0,
         "--lr-scheduler": "inverse_sqrt",
-        "--lr": f"{s['peak_lr']:.10g}",
+        "--lr": f"{peer_rate(s)[1]:.10g}",
         "--warmup-init-lr": 0,
         "--warmup-updates": s["warmup_steps"],
         "--max-tokens": s["tokens_per_step"],

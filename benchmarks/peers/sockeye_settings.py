@@ -2,7 +2,7 @@
 `sockeye-translate` flags derived from the same settings, each checked against Sockeye 3.1.34's own source
 (`sockeye/arguments.py`, `lr_scheduler.py`, `loss.py`, `beam_search.py`, `inference.py`, `model.py`)."""
 
-from settings_table import Row
+from settings_table import Row, peer_rate
 
 # Sockeye's four special symbols, ids 0-3 in this order (sockeye.constants.VOCAB_SYMBOLS); a vocabulary JSON that
 # does not start with them is refused (sockeye.vocab.is_valid_vocab).
@@ -13,7 +13,7 @@ BUCKET_WIDTH = 8  # Sockeye's default bucket width (training), passed explicitly
 def initial_learning_rate(s: dict) -> float:
     """Sockeye's `--initial-learning-rate` for `inv-sqrt-decay`: its rate is lr0 * min(1, n/w) / sqrt(max(n, w)),
     which is lr0 * min(n^-0.5, n w^-1.5), so lr0 = lr_scale * d^-0.5 = the paper's peak * sqrt(w)."""
-    return s["peak_lr"] * s["warmup_steps"] ** 0.5
+    return peer_rate(s)[1] * s["warmup_steps"] ** 0.5
 
 
 def _pair(value) -> str:
@@ -204,7 +204,7 @@ def _training_rows(s: dict) -> list[Row]:
             f"--learning-rate-scheduler-type inv-sqrt-decay --initial-learning-rate {initial_learning_rate(s):.10g} "
             f"--learning-rate-warmup {s['warmup_steps']}",
             "the same curve and offset: inv-sqrt-decay is lr0 * min(1, n/w) / sqrt(max(n, w)) = lr0 * min(n^-0.5, "
-            f"n w^-1.5), lr0 = {s['lr_scale']} * d^-0.5, and update n runs at the rate of n (the scheduler steps "
+            f"n w^-1.5), lr0 = {peer_rate(s)[0]} * d^-0.5, and update n runs at the rate of n (the scheduler steps "
             "before the optimizer); the warmup starts from 0, not from 10% as --learning-rate-warmup's help says",
         ),
         Row(
