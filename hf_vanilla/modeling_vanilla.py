@@ -32,7 +32,7 @@ from transformers.modeling_outputs import (
     Seq2SeqModelOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.utils import can_return_tuple
+from transformers.utils import can_return_tuple, is_torchdynamo_compiling
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
@@ -48,14 +48,15 @@ def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_to
     return shifted.masked_fill_(shifted == -100, pad_token_id)
 
 
-def sinusoidal_positions(start: int, length: int, d_model: int, device: torch.device) -> torch.Tensor:
+def sinusoidal_positions(start: int | torch.Tensor, length: int, d_model: int, device: torch.device) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) (section 3.5),
     for positions start .. start+length-1, computed for any length. Returns float32 of shape (length, d_model).
+    `start` may be a 0-d tensor (a static cache's length), read without a host sync.
 
     The angles are computed in float64 (float32 where the device has none, e.g. Apple's MPS): in float32, an angle of
     position 3,000 is off by ~2e-4 radians."""
     dtype = torch.float32 if torch.device(device).type == "mps" else torch.float64
-    positions = torch.arange(start, start + length, device=device, dtype=dtype)
+    positions = torch.arange(length, device=device, dtype=dtype) + start
     inverse_frequencies = torch.exp(
         torch.arange(0, d_model, 2, device=device, dtype=dtype) * (-math.log(10000.0) / d_model)
     )
@@ -77,15 +78,17 @@ class VanillaPositionalEncoding(nn.Module):
             else None
         )
 
-    def forward(self, start: int, length: int, device: torch.device) -> torch.Tensor:
+    def forward(self, start: int | torch.Tensor, length: int, device: torch.device) -> torch.Tensor:
+        """The encodings of positions start .. start+length-1; `start` is a 0-d tensor under a static cache."""
         if self.table is None:
             return sinusoidal_positions(start, length, self.d_model, device)
-        if start + length > self.max_positions:
+        if not is_torchdynamo_compiling() and int(start) + length > self.max_positions:
             raise ValueError(
-                f"Learned position embeddings cover {self.max_positions} positions, but position {start + length - 1} "
-                "was requested; use position_embedding_type='sinusoidal' for inputs of any length."
+                f"Learned position embeddings cover {self.max_positions} positions, but position "
+                f"{int(start) + length - 1} was requested; use position_embedding_type='sinusoidal' for inputs of any "
+                "length."
             )
-        return self.table(torch.arange(start, start + length, device=device))
+        return self.table(torch.arange(length, device=device) + start)
 
 
 def eager_attention_forward(
@@ -466,7 +469,8 @@ class VanillaDecoder(VanillaPreTrainedModel):
         past_length = past_key_values.get_seq_length() if past_key_values is not None else 0
         if input_ids is not None:
             # Continuing from a cache, the ids are generate()'s own choices: no host sync per step to check them.
-            check_range = past_length == 0 and not self.training
+            # A static cache's length is a tensor: compiled, no check (a graph break); eager, one host read a step.
+            check_range = not self.training and not is_torchdynamo_compiling() and bool(past_length == 0)
             check_token_ids(input_ids, self.config.vocab_size, "decoder_input_ids", check_range=check_range)
             inputs_embeds = self.embed_tokens(input_ids)
         if encoder_attention_mask is not None and tuple(encoder_attention_mask.shape) != tuple(
