@@ -198,12 +198,16 @@ def test_a_peer_s_tuned_rate_reaches_its_flags_its_table_and_its_record_name(mon
     tuned = run.run_settings(run.parse_args(["--system", "fairseq", "--peer-lr-scale", "0.25"]))
     assert tuned == {**preset, "peer_lr_scale": 0.25}
     flags = table.fairseq_train_flags(tuned, 1)
-    assert float(flags[flags.index("--lr") + 1]) == pytest.approx(preset["peak_lr"] * 0.25 / preset["lr_scale"])
+    peak = preset["peak_lr"] * 0.25 / preset["lr_scale"]
+    assert float(flags[flags.index("--lr") + 1]) == pytest.approx(peak)
     rate = next(row for row in table.fairseq_rows(tuned) if row.setting == "learning rate")
-    assert f"peak {preset['peak_lr']:.6g}" in rate.hf_vanilla and f"--lr {preset['peak_lr'] * 0.25:.6g}" in rate.peer
+    assert f"peak {preset['peak_lr']:.6g}" in rate.hf_vanilla and f"--lr {peak:.6g}" in rate.peer
     assert run.tuned_rows(preset) == []
     [row] = run.tuned_rows(tuned)
-    assert (row.hf_vanilla, row.peer) == ("lr_scale 1.0 (the preset's)", "lr_scale 0.25 (--peer-lr-scale)")
+    assert (row.hf_vanilla, row.peer) == (
+        f"lr_scale {preset['lr_scale']} (the preset's)",
+        "lr_scale 0.25 (--peer-lr-scale)",
+    )
     assert not row.matched
     opennmt = peer_module("opennmt_peer").train_config(tuned, 1, tmp_path, tmp_path / "v", tmp_path / "m", 10)
     assert opennmt["learning_rate"] == 0.25

@@ -105,13 +105,16 @@ def test_a_tensor_with_no_place_is_refused(fairseq_order):
 
 
 def test_tied_copies_and_device_markers_are_accepted(fairseq_order):
-    """fairseq saves the tied decoder embedding and output projection, and a `_float_tensor` a position module."""
+    """fairseq saves the tied decoder embedding and output projection, a `_float_tensor` a position module and a
+    `version` a stack, float tensors all."""
     original = tiny_model(position_embedding_type="learned")
     fs = fairseq_state(original, fairseq_order)
     fs |= {
         "decoder.embed_tokens.weight": fs["encoder.embed_tokens.weight"],
         "decoder.output_projection.weight": fs["encoder.embed_tokens.weight"],
         "encoder.embed_positions._float_tensor": torch.zeros(1),
+        "encoder.version": torch.tensor([3.0]),
+        "decoder.version": torch.tensor([3.0]),
     }
     mapped = convert.mapped_model(fs, original.config, fairseq_order)
     torch.testing.assert_close(mapped.model.shared.weight, original.model.shared.weight)

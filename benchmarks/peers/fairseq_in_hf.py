@@ -45,8 +45,10 @@ tensors["positions"] = SinusoidalPositionalEmbedding.get_embedding(positions + 2
 torch.save(tensors, output)
 """
 FAIRSEQ_SPECIALS = ("bos", "pad", "eos", "unk")  # fairseq's dictionary rows 0-3: <s>, <pad>, </s>, <unk>
-# fairseq's tensors that hf_vanilla has no place for because it ties them (or, `_float_tensor`, a device marker).
+# fairseq's tensors that hf_vanilla has no place for because it ties them, and its markers (a module's device, its
+# state's version), which are float tensors too.
 TIED_OR_MARKERS = ("decoder.embed_tokens.weight", "decoder.output_projection.weight", "positions")
+MARKERS = ("._float_tensor", ".version")
 TASKS_MAPPED = ("translation", "summarization")
 
 
@@ -95,8 +97,8 @@ def fairseq_to_hf_state(fs: dict, layers: tuple[int, int], row_ids: list[int], v
 
 def _is_mapped(name: str, layers: tuple[int, int]) -> bool:
     """Whether `fairseq_to_hf_state` reads fairseq's tensor `name` (the shared embedding, a layer's, the positions) or
-    hf_vanilla ties it to one it reads (or it is a device marker, `_float_tensor`)."""
-    if name in ("encoder.embed_tokens.weight", *TIED_OR_MARKERS) or name.endswith("_float_tensor"):
+    hf_vanilla ties it to one it reads (or it is one of fairseq's `MARKERS`)."""
+    if name in ("encoder.embed_tokens.weight", *TIED_OR_MARKERS) or name.endswith(MARKERS):
         return True
     found = re.fullmatch(r"(encoder|decoder)\.layers\.(\d+)\..+", name)
     return bool(found and int(found[2]) < layers[found[1] == "decoder"])
