@@ -247,15 +247,19 @@ def flag(command: list[str], name: str) -> str:
 
 
 def gpu_suites() -> dict[str, tuple[list[str], dict[str, dict]]]:
-    """Each GPU's suite records (`*-gpu-suite-*.json`, by name) and their finished steps, a later record's winning."""
+    """Each GPU's suite records (`*-gpu-suite-*.json`) and the latest finished run of each step: the records that
+    give a step, by start time, each named with its commit and the steps it gives."""
     suites: dict[str, tuple[list[str], dict[str, dict]]] = {}
     runs = [(json.loads(path.read_text()), path.name) for path in RESULTS.glob("*-gpu-suite-*.json")]
     for run, name in sorted(runs, key=lambda pair: pair[0]["date"]):
-        names, steps = suites.setdefault(run["device"], ([], {}))
-        names.append(f"`{name}` (commit {run['commit'][:7]}, torch {run['torch']})")
-        steps.update(
-            {name: step | {"date": run["date"][:10]} for name, step in run["steps"].items() if step["status"] == "ok"}
-        )
+        steps = suites.setdefault(run["device"], ([], {}))[1]
+        where = {"record": name, "commit": run["commit"][:7], "torch": run["torch"], "date": run["date"][:10]}
+        steps.update({step: value | where for step, value in run["steps"].items() if value["status"] == "ok"})
+    for names, steps in suites.values():
+        for record in dict.fromkeys(step["record"] for step in steps.values()):
+            given = [name for name, step in steps.items() if step["record"] == record]
+            first = steps[given[0]]
+            names.append(f"`{record}` (commit {first['commit']}, torch {first['torch']}): {', '.join(given)}")
     return suites
 
 
@@ -339,8 +343,8 @@ def gpu_block() -> str:
         dates = ", ".join(sorted({step["date"] for step in steps.values()}))
         parts.append(
             wrapped(
-                f"{device}, {dates}: {'; '.join(names)}. One run of each step, so how much a figure "
-                "moves between runs is not measured."
+                f"{device}, {dates}, the latest run of each step: {'; '.join(names)}. Each figure is one run; "
+                "the records before a step's latest hold its earlier runs."
             )
         )
         if training := gpu_training_rows(steps):

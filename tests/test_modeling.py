@@ -531,6 +531,26 @@ def test_a_static_cache_decodes_the_tokens_and_scores_of_the_dynamic_one(decodin
         assert_close_up_to_rounding(a, b, **model_sums(decoding_model))
 
 
+def test_a_compiled_static_cache_decodes_in_whole_graphs(reversal_model):
+    """transformers compiles the decoding step under a static cache (on CUDA by default): the step must trace without
+    a graph break, where a host read of the cache's length (a 0-d tensor there) would split it, and decode the dynamic
+    cache's tokens. Forced here on the CPU with the `aot_eager` backend, as `compare_marian.py` does."""
+    from torch._dynamo.utils import counters
+    from transformers import CompileConfig
+
+    ids, mask, _ = reversal_batch(seed=4, rows=6)
+    kwargs = dict(attention_mask=mask, num_beams=1, max_new_tokens=12)
+    config = CompileConfig(backend="aot_eager", fullgraph=True)
+    config._compile_all_devices = True  # transformers compiles on CUDA only unless told otherwise
+    torch._dynamo.reset()
+    counters.clear()
+    with torch.no_grad():
+        compiled = reversal_model.generate(ids, cache_implementation="static", compile_config=config, **kwargs)
+    assert counters["stats"]["unique_graphs"] >= 1 and sum(counters["graph_break"].values()) == 0
+    torch._dynamo.reset()
+    assert torch.equal(compiled, reversal_model.generate(ids, **kwargs))
+
+
 def test_cached_decoding_scores_are_the_teacher_forced_distribution(decoding_model):
     """Each greedy step's logits (computed incrementally from the cache, with the source ids generate() carries) are
     those of one teacher-forced pass over the whole decoded sequence, whose causal mask hides every later position."""
