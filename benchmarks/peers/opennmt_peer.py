@@ -1,15 +1,18 @@
 """OpenNMT-py 3.5.1 on the exported pieces: its vocabulary file written from the tokenizer's pieces (no
 onmt_build_vocab), one YAML config for onmt_train, the last checkpoints averaged by onmt_average_models, the test
-split decoded by onmt_translate; the figures read back from their logs. The config, the flags and the side-by-side
-table (`opennmt_rows`) that names each option with its value are `opennmt_settings`'."""
+split decoded by onmt_translate; the figures read back from their logs. The same steps run translation and
+summarization (with OpenNMT's `copy_attn`, or without it for `opennmt-py-no-copy`); each task's config, flags and
+side-by-side table (`opennmt_table`) are `opennmt_settings`' (translation) or `opennmt_summary`'s."""
 
 import re
 from pathlib import Path
 
 import yaml
 
-from opennmt_settings import opennmt_rows, train_config, translate_flags  # noqa: F401  (opennmt_rows public)
+from opennmt_settings import opennmt_rows, train_config, translate_flags
+from opennmt_summary import opennmt_summary_rows, summary_config, summary_translate_flags, translate_program
 from peer_process import PeerJob, PeerRun, environment, newest_numbered, run_logged
+from settings_table import Row
 from split_pieces import longest_source, read_dictionary
 
 # OpenNMT's own specials (opts.py `default_specials`), put in front of the vocabulary file's tokens, ids 0-3.
@@ -25,6 +28,33 @@ REPORT = re.compile(
     r"bsz:\s*(?P<bsz_src>\d+)/\s*(?P<bsz_tgt>\d+)/\s*(?P<bsz_sents>\d+); "
     r"\s*(?P<src_tok_s>\d+)/\s*(?P<tgt_tok_s>\d+) tok/s;\s*(?P<sec>\d+) sec;"
 )
+TASKS = ("translation", "summarization")  # the tasks OpenNMT-py runs here
+
+
+def opennmt_table(settings: dict) -> list[Row]:
+    """OpenNMT-py's side of the settings table for the task of `settings`: `opennmt_rows` (translation) or
+    `opennmt_summary_rows`."""
+    if settings.get("task") == "summarization":
+        return opennmt_summary_rows(settings)
+    return opennmt_rows(settings)
+
+
+def task_config(job: PeerJob, vocabulary: Path, save_model: Path, train_pairs: int) -> dict:
+    """onmt_train's config for the job's task: translation's (`train_config`) or summarization's (`summary_config`,
+    with or without copying as the job's settings say)."""
+    if job.task not in TASKS:
+        raise ValueError(f"OpenNMT-py runs {' and '.join(TASKS)} here, not {job.task}")
+    if job.task == "summarization":
+        return summary_config(job.settings, job.seed, job.data, vocabulary, save_model, train_pairs)
+    return train_config(job.settings, job.seed, job.data, vocabulary, save_model, train_pairs, job.sides)
+
+
+def task_translate_flags(job: PeerJob) -> list[str]:
+    """onmt_translate's decoding flags for the job's task: translation's (one output limit from the longest test
+    source) or summarization's (the summary's own limits)."""
+    if job.task == "summarization":
+        return summary_translate_flags(job.settings)
+    return translate_flags(job.settings, longest_source(job.data / f"test.{job.sides[0]}"))
 
 
 def write_vocabulary(dictionary: Path, path: Path) -> list[str]:
@@ -49,7 +79,8 @@ def training_reports(log_text: str) -> list[dict]:
 
 def train_figures(log_text: str) -> dict:
     """The training's figures from its log: the last report's (step, acc, ppl, xent, lr, sec), the last validation
-    perplexity, the vocabulary size it built, and the means of its source and target tokens a second."""
+    perplexity, the vocabulary size it built, its trainable float32 parameters (`copy_attn` adds its gate's
+    hidden_size + 1), and the means of its source and target tokens a second."""
     reports = training_reports(log_text)
     if not reports:
         raise ValueError("onmt_train logged no 'Step N; acc: ...; tok/s; ... sec;' report")
@@ -63,6 +94,9 @@ def train_figures(log_text: str) -> dict:
     vocabulary = re.search(r"\* src vocab size = (\d+)", log_text)
     if vocabulary:
         figures["vocab_size"] = int(vocabulary.group(1))
+    parameters = re.search(r"Trainable parameters = \{'torch\.float32': (\d+)", log_text)  # train_single.py
+    if parameters:
+        figures["trainable_parameters"] = int(parameters.group(1))
     return figures
 
 
@@ -103,17 +137,18 @@ def read_hypotheses(output: Path, expected: int | None) -> list[str]:
 
 
 def run_opennmt(job: PeerJob) -> PeerRun:
-    """Writes the vocabulary and the config, trains, averages the last checkpoints and decodes the test split (every
-    pair, checked) at the demo's beam; logs in the job's folder."""
+    """Writes the vocabulary and the config of the job's task (`task_config`), trains, averages the last checkpoints
+    and decodes the test split (every pair, checked) with the task's flags at the demo's beam; logs in the job's
+    folder."""
     work, bin_folder, settings = job.work, job.bin_folder, job.settings
     if job.seed < 1:  # utils/misc.set_random_seed seeds torch and the batch shuffler only for a seed above 0
         raise ValueError(f"OpenNMT-py seeds nothing below 1: seed {job.seed} would leave the run unseeded")
     work.mkdir(parents=True, exist_ok=True)
-    env, commands = environment(job.threads), []
+    env, commands, (source, target) = environment(job.threads), [], job.sides
     pieces = write_vocabulary(job.data / "dict.txt", work / "vocab.txt")
-    train_pairs = len((job.data / "train.en").read_text(encoding="utf-8").splitlines())
+    train_pairs = len((job.data / f"train.{source}").read_text(encoding="utf-8").splitlines())
     checkpoints = work / "checkpoints"
-    config = train_config(settings, job.seed, job.data, work / "vocab.txt", checkpoints / "model", train_pairs)
+    config = task_config(job, work / "vocab.txt", checkpoints / "model", train_pairs)
     (work / "train.yaml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     train = [str(bin_folder / "onmt_train"), "-config", str(work / "train.yaml")]
     train_seconds = run_logged(train, work / "train.log", env, commands)
@@ -125,10 +160,10 @@ def run_opennmt(job: PeerJob) -> PeerRun:
     newest = newest_numbered(checkpoints, CHECKPOINT, settings["average_last"], "onmt_train")
     average = [str(bin_folder / "onmt_average_models"), "-models", *map(str, newest), "-output", str(averaged)]
     run_logged(average, work / "average.log", env, commands)
-    output = work / "test.hyp.de"
-    translate = [str(bin_folder / "onmt_translate"), "-model", str(averaged), "-src", str(job.data / "test.en"),
-                 "-output", str(output), "-seed", str(job.seed),
-                 *translate_flags(settings, longest_source(job.data / "test.en"))]  # fmt: skip
+    output = work / f"test.hyp.{target}"
+    translate = [*translate_program(bin_folder, settings), "-model", str(averaged),
+                 "-src", str(job.data / f"test.{source}"), "-output", str(output), "-seed", str(job.seed),
+                 *task_translate_flags(job)]  # fmt: skip
     decode_seconds = run_logged(translate, work / "translate.log", env, commands)
     hypotheses = read_hypotheses(output, job.test_pairs)
     return PeerRun(

@@ -192,24 +192,9 @@ def _schedule_rows(s: dict) -> list[Row]:
 
 def _decoding_rows(s: dict) -> list[Row]:
     """The beam search, its length rules and batches, and the pairs each split keeps."""
-    alpha, offset = s["length_penalty"], s["max_length_offset"]
+    offset = s["max_length_offset"]
     return [
-        Row("beam", str(s["num_beams"]), f"beam_size {s['num_beams']}"),
-        Row(
-            "length penalty",
-            f"GNMT: log P / ((5 + len(Y)) / 6)^{alpha}",
-            f"length_penalty wu, alpha {alpha}",
-            "the same GNMT formula (translate/penalties.length_wu), but beam_search.advance passes len(Y) + 1 (its "
-            "length counts the <s> it starts from)",
-            matched=False,
-        ),
-        Row(
-            "beam stop",
-            "a sentence ends once num_beams hypotheses have ended (early_stopping True)",
-            "ratio 0: a sentence ends when its best beam ends",
-            "beam_search.beams_non_finished; no option gives the other rule",
-            matched=False,
-        ),
+        *beam_rows(s),
         Row(
             "maximum output",
             f"source tokens (with </s>) + {offset}, </s> included",
@@ -234,14 +219,46 @@ def _decoding_rows(s: dict) -> list[Row]:
     ]
 
 
-def train_config(s: dict, seed: int, data: Path, vocabulary: Path, save_model: Path, train_pairs: int) -> dict:
+def beam_rows(s: dict) -> list[Row]:
+    """The beam, its length penalty (GNMT's: `length_penalty wu`) and when a sentence's search ends."""
+    alpha = s["length_penalty"]
+    return [
+        Row("beam", str(s["num_beams"]), f"beam_size {s['num_beams']}"),
+        Row(
+            "length penalty",
+            f"GNMT: log P / ((5 + len(Y)) / 6)^{alpha}",
+            f"length_penalty wu, alpha {alpha}",
+            "the same GNMT formula (translate/penalties.length_wu), but beam_search.advance passes len(Y) + 1 (its "
+            "length counts the <s> it starts from)",
+            matched=False,
+        ),
+        Row(
+            "beam stop",
+            "a sentence ends once num_beams hypotheses have ended (early_stopping True)",
+            "ratio 0: a sentence ends when its best beam ends",
+            "beam_search.beams_non_finished; no option gives the other rule",
+            matched=False,
+        ),
+    ]
+
+
+def train_config(
+    s: dict,
+    seed: int,
+    data: Path,
+    vocabulary: Path,
+    save_model: Path,
+    train_pairs: int,
+    sides: tuple[str, str] = ("en", "de"),
+) -> dict:
     """onmt_train's options (its YAML config) for the settings `s`: every option `opennmt_rows` names, the exported
-    splits of `data` without transforms, the vocabulary file, checkpoints `save_model`_step_N.pt, one bucket of
-    `train_pairs` (an epoch)."""
-    corpus = {"transforms": [], "weight": 1}
-    splits = {"corpus_1": {"path_src": str(data / "train.en"), "path_tgt": str(data / "train.de"), **corpus}}
+    splits of `data` (files suffixed by `sides`, source and target) without transforms, the vocabulary file,
+    checkpoints `save_model`_step_N.pt, one bucket of `train_pairs` (an epoch)."""
+    paths = {stem: {"path_src": str(data / f"{stem}.{sides[0]}"), "path_tgt": str(data / f"{stem}.{sides[1]}"),
+                    "transforms": []} for stem in ("train", "valid")}  # fmt: skip
+    splits = {"corpus_1": {**paths["train"], "weight": 1}}
     if s["eval_every"]:
-        splits["valid"] = {"path_src": str(data / "valid.en"), "path_tgt": str(data / "valid.de"), "transforms": []}
+        splits["valid"] = paths["valid"]
     beta1, beta2 = s["adam_betas"]
     return {
         "data": splits,
