@@ -75,7 +75,8 @@ def test_only_a_copying_model_is_decoded_with_the_copy_fix(tmp_path):
     table, summary = peer_module("summary_table"), peer_module("opennmt_summary")
     copying = summary.translate_program(tmp_path, table.summarization_settings())
     assert copying == [str(tmp_path / "python"), "-c", summary.TRANSLATE_WITH_COPY]
-    assert summary.OWN_DICTIONARIES in summary.TRANSLATE_WITH_COPY and "copy=True" in summary.TRANSLATE_WITH_COPY
+    for fix in (summary.GENERATOR_IN_MODEL, summary.OWN_DICTIONARIES, "copy=True"):
+        assert fix in summary.TRANSLATE_WITH_COPY
     plain = summary.translate_program(tmp_path, table.summarization_settings(copy=False))
     assert plain == [str(tmp_path / "onmt_translate")]
     assert summary.translate_program(tmp_path, peer_module("settings_table").demo_settings()) == plain
@@ -101,6 +102,22 @@ def test_each_remaining_sentence_is_folded_with_its_own_dictionary():
     assert [vocab for vocab, _, _, _ in calls] == [["first", "third"], ["first", "second", "third"]]
     assert [length for _, length, _, _ in calls] == [[3, 2, 4], [3, 2, 4]]  # the rest of the batch as it was
     assert calls[0][3] == {"step": 3} and batch["src_ex_vocab"] == ["first", "second", "third"]  # not changed
+
+
+def test_the_copy_generator_s_weights_are_loaded_under_their_full_names():
+    summary, loaded = peer_module("opennmt_summary"), []
+
+    def load_state_dict(self, checkpoint, *args, **kwargs):
+        loaded.append((dict(checkpoint["model"]), checkpoint["generator"], args, kwargs))
+        return "model"
+
+    found = {"load_state_dict": load_state_dict}
+    exec(summary.GENERATOR_IN_MODEL, found)
+    checkpoint = {"model": {"decoder.w": 1}, "generator": {"linear.weight": 2, "linear_copy.bias": 3}, "vocab": 4}
+    assert found["generator_in_model"](None, checkpoint, strict=True) == "model"
+    ((model, generator, args, kwargs),) = loaded
+    assert model == {"decoder.w": 1, "generator.linear.weight": 2, "generator.linear_copy.bias": 3}
+    assert generator is None and kwargs == {"strict": True} and checkpoint["vocab"] == 4
 
 
 def summary_job(tmp_path, bin_folder, copy: bool, task: str = "summarization"):

@@ -22,6 +22,18 @@ from opennmt_settings import (
 from settings_table import Row
 from summary_table import _lowercase_row, _summary_data_rows, _validation_row, _whole_word_row
 
+# 3.5.1's BaseModel.load_state_dict cannot load a CopyGenerator's weights: it looks a parameter of the module
+# `generator.linear` up as "weight" in the checkpoint's generator dict, which holds "linear.weight" (and then as
+# "generator.linear.weight"), and raises "Missing key in checkpoint: generator.linear.weight". This method moves the
+# generator's weights into the model's dict under their full names, where the loader finds every parameter, and calls
+# the original (`load_state_dict`).
+GENERATOR_IN_MODEL = r"""
+def generator_in_model(self, checkpoint, *args, **kwargs):
+    generator = checkpoint.get("generator") or {}
+    checkpoint["model"].update({"generator." + key: value for key, value in generator.items()})
+    checkpoint["generator"] = None
+    return load_state_dict(self, checkpoint, *args, **kwargs)
+"""
 # 3.5.1's Translator._decode_and_generate, once a sentence of a batch has finished, folds each remaining sentence's
 # copy probabilities into the vocabulary (collapse_copy_scores) with the dynamic dictionary of the sentence now at
 # its index b (batch["src_ex_vocab"][b]), not its own (batch_offset[b]): this method gives each its own and calls the
@@ -32,21 +44,25 @@ def own_dictionaries(self, decoder_in, enc_out, batch, *args, batch_offset=None,
         batch = dict(batch, src_ex_vocab=[batch["src_ex_vocab"][int(b)] for b in batch_offset])
     return decode_and_generate(self, decoder_in, enc_out, batch, *args, batch_offset=batch_offset, **kwargs)
 """
-# onmt_translate (onmt.bin.translate.main, its arguments following) for a `copy_attn` model, with two faults of 3.5.1
-# fixed: inference_engine.infer_file builds its batches without the copy keys (build_dynamic_dataset_iter's
-# copy=False), so that the translator's batch["src_map"] would be missing: they are built with them; and
-# `OWN_DICTIONARIES`.
+# onmt_translate (onmt.bin.translate.main, its arguments following) for a `copy_attn` model, with three faults of
+# 3.5.1 fixed: `GENERATOR_IN_MODEL`; inference_engine.infer_file builds its batches without the copy keys
+# (build_dynamic_dataset_iter's copy=False), so that the translator's batch["src_map"] would be missing: they are built
+# with them; and `OWN_DICTIONARIES`.
 TRANSLATE_WITH_COPY = (
     r"""
 import functools, sys
 import onmt.inference_engine as engine
 from onmt.bin.translate import main
+from onmt.models.model import BaseModel
 from onmt.translate.translator import Translator
+load_state_dict = BaseModel.load_state_dict
 engine.build_dynamic_dataset_iter = functools.partial(engine.build_dynamic_dataset_iter, copy=True)
 decode_and_generate = Translator._decode_and_generate
 """
+    + GENERATOR_IN_MODEL
     + OWN_DICTIONARIES
     + r"""
+BaseModel.load_state_dict = generator_in_model
 Translator._decode_and_generate = own_dictionaries
 sys.argv[0] = "onmt_translate"
 main()
@@ -228,7 +244,7 @@ def summary_translate_flags(s: dict) -> list[str]:
 
 
 def translate_program(bin_folder: Path, s: dict) -> list[str]:
-    """onmt_translate, or, for a model that copies (`s["pointer_generator"]`), onmt_translate with 3.5.1's copy
+    """onmt_translate, or, for a model that copies (`s["pointer_generator"]`), onmt_translate with 3.5.1's three copy
     faults fixed (`TRANSLATE_WITH_COPY`)."""
     if s.get("pointer_generator"):
         return [str(bin_folder / "python"), "-c", TRANSLATE_WITH_COPY]
