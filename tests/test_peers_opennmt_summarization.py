@@ -16,7 +16,7 @@ DECODING = {"beam", "length penalty", "beam stop", "no repeated n-gram", "shorte
 # The rows that name no option (what OpenNMT does without one, a command's own argument, or the exported pieces).
 NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "averaging", "lower case",
              "p_gen inputs", "copied positions", "out-of-vocabulary words", "pointer smoothing", "stutter ban",
-             "whole-word copy", "documents", "subjects", "training pairs", "scoring"}  # fmt: skip
+             "whole-word copy", "copy decoding", "documents", "subjects", "training pairs", "scoring"}  # fmt: skip
 
 
 def rendered(value) -> str:
@@ -69,6 +69,7 @@ def test_every_row_s_option_is_passed_with_its_value(tmp_path, copy):
     settings_rows = {row.setting: row for row in rows}
     assert settings_rows["documents"].peer.startswith("the exported pieces cut so (95 pieces")
     assert settings_rows["copy mechanism"].peer.startswith("copy_attn true" if copy else "copy_attn false")
+    assert ("copy decoding" in settings_rows) is copy
 
 
 def test_only_a_copying_model_is_decoded_with_the_copy_fix(tmp_path):

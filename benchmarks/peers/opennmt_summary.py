@@ -204,7 +204,19 @@ def _summary_decoding_rows(s: dict) -> list[Row]:
     ]
     if s["pointer_generator"]:
         rows.append(replace(_whole_word_row(s), note="hf_vanilla's extra; OpenNMT-py has no such rule"))
+        rows.append(_copy_decoding_row())
     return [*rows, *_data_rows(s)]
+
+
+def _copy_decoding_row() -> Row:
+    return Row(
+        "copy decoding",
+        "the trained mixture at every step of the beam",
+        "the copy model decoded by onmt_translate with 3.5.1's three copy faults fixed "
+        "(opennmt_summary.TRANSLATE_WITH_COPY)",
+        "as released it cannot load a copy_attn checkpoint, builds its batches without src_map, and folds a batch's "
+        "remaining sentences' copies with another sentence's dictionary once one has ended",
+    )
 
 
 def _data_rows(s: dict) -> list[Row]:
