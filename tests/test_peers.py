@@ -209,7 +209,7 @@ def test_a_peer_s_tuned_rate_reaches_its_flags_its_table_and_its_record_name(mon
         "lr_scale 0.25 (--peer-lr-scale)",
     )
     assert not row.matched
-    opennmt = peer_module("opennmt_peer").train_config(tuned, 1, tmp_path, tmp_path / "v", tmp_path / "m", 10)
+    opennmt = peer_module("opennmt_settings").train_config(tuned, 1, tmp_path, tmp_path / "v", tmp_path / "m", 10)
     assert opennmt["learning_rate"] == 0.25
     record_module = peer_module("peer_record")
     record = {"task": "translation", "system": "fairseq", "seed": 1, "resolved_settings": tuned}

@@ -200,7 +200,7 @@ def test_the_recipe_runs_with_its_grammar_and_without_it(tmp_path):
          "-no-grammar"),
         ("translation", "fairseq-no-grammar", "translation has no tree grammar: --system fairseq, without "
          "-no-grammar"),
-        ("parsing", "opennmt-py", "opennmt-py runs translation here, not parsing"),
+        ("parsing", "opennmt-py", "opennmt-py runs translation, summarization here, not parsing"),
     ],
 )  # fmt: skip
 def test_a_variant_the_task_or_the_system_lacks_is_refused(task, system, error, monkeypatch, capsys):

@@ -10,14 +10,16 @@ JSON record a run.
 
 A peer run makes or reuses the peer's own environment (`peer_venvs.INSTALL`, outside the repository), writes the
 demo's splits in the demo's own shared BPE pieces (`split_pieces`), trains and decodes with the demo preset's settings
-mapped flag by flag (`settings_table`, `sockeye_settings`, `summary_table`; printed side by side), scores the outputs
-with the project's own scorers, and writes `benchmarks/results/peers-<task>-<system>-seed<S>-<date>.json`
-(`peer_record`). `--system hf_vanilla` runs the recipe itself (`accelerate launch --quiet --cpu --num_processes 1
-recipes/wmt_ende.py --preset demo`) and records it the same way; `--system hf_vanilla-ct2` decodes that run's
-CTranslate2 export (`ct2_row`).
+mapped flag by flag (`settings_table`, `opennmt_settings`, `sockeye_settings`, `summary_table`, `opennmt_summary`;
+printed side by side), scores the outputs with the project's own scorers, and writes
+`benchmarks/results/peers-<task>-<system>-seed<S>-<date>.json` (`peer_record`). `--system hf_vanilla` runs the
+recipe itself (`accelerate launch --quiet --cpu --num_processes 1 recipes/wmt_ende.py --preset demo`) and records it
+the same way; `--system hf_vanilla-ct2` decodes that run's CTranslate2 export (`ct2_row`).
 
     python benchmarks/peers/run.py --task summarization --system fairseq --seed 1          # the pointer-generator
     python benchmarks/peers/run.py --task summarization --system fairseq-no-copy --seed 1  # its plain transformer
+    python benchmarks/peers/run.py --task summarization --system opennmt-py --seed 1       # copy_attn
+    python benchmarks/peers/run.py --task summarization --system opennmt-py-no-copy --seed 1
     python benchmarks/peers/run.py --task summarization --system hf_vanilla-no-copy --seed 1
 
     NLTK_DATA=../shared/data/nltk_data python benchmarks/peers/run.py --task parsing --system fairseq --seed 1
@@ -26,12 +28,14 @@ CTranslate2 export (`ct2_row`).
 
 A task (`TASKS`) says how its splits are exported as the demo's pieces, how hypotheses are scored with the project's
 own scorer (sacreBLEU; ROUGE against AESLC's @subject; the recipe's `delinearize` repair and EVALB F1 against the
-gold trees), which recipe hf_vanilla runs and which of its results hold the quality. A task may have a variant
-(`Variant`: a suffix of the system's name and the recipe's flags for it): summarization's systems also run without
-the copy mechanism (`-no-copy`: fairseq's `transformer`, the recipe's `--no-pointer-generator`, each with the preset's
-settings for that model); parsing's recipe also runs without its tree grammar (`-no-grammar`: `--no-tree-grammar`),
-which fairseq, decoding freely, has no variant of. Parsing reads NLTK's WSJ sample from NLTK_DATA (where it is not
-set, from the docs' `../shared/data/nltk_data` beside the repository, where that exists).
+gold trees), which recipe hf_vanilla runs and which of its results hold the quality. A peer runs the tasks its `Peer`
+names: fairseq all three, OpenNMT-py translation and summarization (`opennmt_summary`), Sockeye translation. A task
+may have a variant (`Variant`: a suffix of the system's name and the recipe's flags for it): summarization's systems
+also run without the copy mechanism (`-no-copy`: fairseq's `transformer`, OpenNMT-py without `copy_attn`, the
+recipe's `--no-pointer-generator`, each with the preset's settings for that model); parsing's recipe also runs
+without its tree grammar (`-no-grammar`: `--no-tree-grammar`), which fairseq, decoding freely, has no variant of.
+Parsing reads NLTK's WSJ sample from NLTK_DATA (where it is not set, from the docs' `../shared/data/nltk_data` beside
+the repository, where that exists).
 """
 
 import argparse
@@ -51,7 +55,7 @@ from hf_vanilla.parsing import TreebankError
 
 from ct2_row import CT2_DIFFERENCES, decode_with_ct2
 from fairseq_peer import fairseq_table, run_fairseq
-from opennmt_peer import opennmt_rows, run_opennmt
+from opennmt_peer import opennmt_table, run_opennmt
 from parse_pieces import SIDES as TREE_SIDES
 from parse_pieces import (
     export_trees,
@@ -106,7 +110,7 @@ class Peer:
 
 PEERS = {
     "fairseq": Peer("fairseq", fairseq_table, run_fairseq, ("translation", "summarization", "parsing")),
-    "opennmt-py": Peer("opennmt", opennmt_rows, run_opennmt),
+    "opennmt-py": Peer("opennmt", opennmt_table, run_opennmt, ("translation", "summarization")),
     "sockeye": Peer("sockeye", sockeye_rows, run_sockeye),
 }
 # The recipe's own figure counts its pauses, which a peer's may leave out: the comparison then errs against hf_vanilla.

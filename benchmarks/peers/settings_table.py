@@ -1,7 +1,7 @@
 """The demo preset's settings, each beside the peer's flag that gives it (or the reason none can), and fairseq's
 command-line flags derived from them: the side-by-side table a peer run prints and records. Another peer's table and
-options live in its own module (`opennmt_peer.opennmt_rows`, `train_config`, `translate_flags`); `Row`, `render` and
-`as_records` serve them all."""
+options live in its own module (`opennmt_settings.opennmt_rows`, `train_config`, `translate_flags`); `Row`, `render`
+and `as_records` serve them all."""
 
 from dataclasses import asdict, dataclass
 

@@ -76,6 +76,7 @@ def _model_settings(model) -> dict:
     """The model configuration's fields a peer matches (`settings_table._model_rows` reads most of them)."""
     names = ("encoder_layers", "decoder_layers", "d_model", "num_attention_heads", "d_ff", "dropout")
     names += ("attention_dropout", "activation_dropout", "label_smoothing", "tie_word_embeddings", "scale_embedding")
+    names += ("layer_norm_eps",)  # OpenNMT-py's norm_eps (`opennmt_settings`)
     names += ("pointer_generator", "pointer_smoothing", "force_copy")
     return {"activation": model.activation_function, **{name: getattr(model, name) for name in names}}
 

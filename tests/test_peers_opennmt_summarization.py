@@ -1,0 +1,198 @@
+"""`benchmarks/peers/opennmt_summary.py` and OpenNMT-py's summarization run: its side of the table with and without
+`copy_attn`, the config and flags derived from the demo preset's settings, its copy fix for onmt_translate, and
+`run_opennmt` on the summarization pieces with stand-in commands. None of it needs OpenNMT-py's environment."""
+
+import pytest
+import yaml
+from test_peers_opennmt import TRAIN_LOG, named_options, stand_in, stand_in_commands, translate_options
+
+from hf_vanilla.data.summaries import SIDES
+
+from runs import peer_module
+
+# onmt_translate's rows (the others name onmt_train's options).
+DECODING = {"beam", "length penalty", "beam stop", "no repeated n-gram", "shortest summary", "longest summary",
+            "decoding batches"}  # fmt: skip
+# The rows that name no option (what OpenNMT does without one, a command's own argument, or the exported pieces).
+NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "averaging", "lower case",
+             "p_gen inputs", "copied positions", "out-of-vocabulary words", "pointer smoothing", "stutter ban",
+             "whole-word copy", "copy decoding", "documents", "subjects", "training pairs", "scoring"}  # fmt: skip
+
+
+def rendered(value) -> str:
+    """A config value as a row writes it: a one-item list as its item, a flag as `true` or `false`."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_every_row_s_option_is_passed_with_its_value(tmp_path, copy):
+    table, summary = peer_module("summary_table"), peer_module("opennmt_summary")
+    settings = table.summarization_settings(copy=copy)
+    config = summary.summary_config(settings, 3, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 1234)
+    train = {key: rendered(value) for key, value in config.items() if key != "data"}
+    decode = translate_options(summary.summary_translate_flags(settings))
+    rows = summary.opennmt_summary_rows(settings)
+    for row in rows:
+        options = decode if row.setting in DECODING else train
+        named = named_options(row.peer, set(train) | set(decode))
+        assert bool(named) != (row.setting in NO_OPTION), (row.setting, row.peer)
+        for option, value in named.items():
+            assert option in options, (row.setting, option, "named but not passed")
+            assert value is None or value == options[option], (row.setting, option, value, options[option])
+    expected = {
+        "enc_layers": "3", "dec_layers": "3", "hidden_size": "128", "heads": "4", "transformer_ff": "512",
+        "dropout": "0.1", "attention_dropout": "0.0", "label_smoothing": "0.1", "warmup_steps": "400",
+        "learning_rate": "1.0" if copy else "0.25", "decay_method": "noam", "batch_type": "tokens",
+        "batch_size": "6000", "valid_batch_size": "6000", "train_steps": "3000", "save_checkpoint_steps": "250",
+        "keep_checkpoint": "3", "valid_steps": "500", "src_vocab_size": "4000", "tgt_vocab_size": "4000",
+        "share_vocab": "true", "share_decoder_embeddings": "true", "seed": "3", "bucket_size": "1234",
+        "copy_attn": "true" if copy else "false",
+    }  # fmt: skip
+    assert {key: train[key] for key in expected} == expected
+    assert train.get("copy_attn_force") == ("true" if copy else None)  # the recipe's force_copy
+    assert config["data"]["corpus_1"]["path_src"] == str(tmp_path / "train.text")
+    assert config["data"]["valid"]["path_tgt"] == str(tmp_path / "valid.summary")
+    assert decode == {
+        "beam_size": "4", "length_penalty": "wu", "alpha": "3.0", "ratio": "0", "block_ngram_repeat": "3",
+        "min_length": "1", "max_length": "64", "max_length_ratio": "0", "batch_type": "tokens", "batch_size": "4000",
+        "report_time": "true",
+    }  # fmt: skip
+    copying = "copy mechanism, p_gen inputs, pointer smoothing, " if copy else ""
+    smoothing = ", label smoothing" if copy else ""
+    assert peer_module("settings_table").render(rows, "opennmt-py").splitlines()[-1] == (
+        f"opennmt-py cannot match: layer norm, output bias, source end token, {copying}activation dropout{smoothing}, "
+        "Adam eps, tokens per update, loss normalisation, batching, validation, initialisation, length penalty, beam "
+        "stop, stutter ban" + (", whole-word copy." if copy else ".")
+    )
+    settings_rows = {row.setting: row for row in rows}
+    assert settings_rows["documents"].peer.startswith("the exported pieces cut so (95 pieces")
+    assert settings_rows["copy mechanism"].peer.startswith("copy_attn true" if copy else "copy_attn false")
+    assert ("copy decoding" in settings_rows) is copy
+
+
+def test_only_a_copying_model_is_decoded_with_the_copy_fix(tmp_path):
+    table, summary = peer_module("summary_table"), peer_module("opennmt_summary")
+    copying = summary.translate_program(tmp_path, table.summarization_settings())
+    assert copying == [str(tmp_path / "python"), "-c", summary.TRANSLATE_WITH_COPY]
+    for fix in (summary.GENERATOR_IN_MODEL, summary.OWN_DICTIONARIES, "copy=True"):
+        assert fix in summary.TRANSLATE_WITH_COPY
+    plain = summary.translate_program(tmp_path, table.summarization_settings(copy=False))
+    assert plain == [str(tmp_path / "onmt_translate")]
+    assert summary.translate_program(tmp_path, peer_module("settings_table").demo_settings()) == plain
+    with pytest.raises(ValueError, match="wu penalty is GNMT's, not 'power'"):
+        summary.summary_translate_flags({**table.summarization_settings(), "length_penalty_style": "power"})
+
+
+def test_each_remaining_sentence_is_folded_with_its_own_dictionary():
+    import torch
+
+    summary, calls = peer_module("opennmt_summary"), []
+
+    def decode_and_generate(self, decoder_in, enc_out, batch, *args, batch_offset=None, **kwargs):
+        calls.append((batch["src_ex_vocab"], batch["srclen"], batch_offset, kwargs))
+        return "scores"
+
+    found = {"decode_and_generate": decode_and_generate}
+    exec(summary.OWN_DICTIONARIES, found)
+    batch = {"src_ex_vocab": ["first", "second", "third"], "srclen": [3, 2, 4]}
+    # Sentence 1 has finished: the remaining two, at indices 0 and 1, are the batch's sentences 0 and 2.
+    assert found["own_dictionaries"](None, "in", "out", batch, batch_offset=torch.tensor([0, 2]), step=3) == "scores"
+    found["own_dictionaries"](None, "in", "out", batch, step=0)  # the gold score's call has no offset
+    assert [vocab for vocab, _, _, _ in calls] == [["first", "third"], ["first", "second", "third"]]
+    assert [length for _, length, _, _ in calls] == [[3, 2, 4], [3, 2, 4]]  # the rest of the batch as it was
+    assert calls[0][3] == {"step": 3} and batch["src_ex_vocab"] == ["first", "second", "third"]  # not changed
+
+
+def test_the_copy_generator_s_weights_are_loaded_under_their_full_names():
+    summary, loaded = peer_module("opennmt_summary"), []
+
+    def load_state_dict(self, checkpoint, *args, **kwargs):
+        loaded.append((dict(checkpoint["model"]), checkpoint["generator"], args, kwargs))
+        return "model"
+
+    found = {"load_state_dict": load_state_dict}
+    exec(summary.GENERATOR_IN_MODEL, found)
+    checkpoint = {"model": {"decoder.w": 1}, "generator": {"linear.weight": 2, "linear_copy.bias": 3}, "vocab": 4}
+    assert found["generator_in_model"](None, checkpoint, strict=True) == "model"
+    ((model, generator, args, kwargs),) = loaded
+    assert model == {"decoder.w": 1, "generator.linear.weight": 2, "generator.linear_copy.bias": 3}
+    assert generator is None and kwargs == {"strict": True} and checkpoint["vocab"] == 4
+
+
+def summary_job(tmp_path, bin_folder, copy: bool, task: str = "summarization"):
+    """A summarization job of 3 pieces, 2 training pairs and 2 test e-mails, the demo's settings at 20 updates."""
+    process, table = peer_module("peer_process"), peer_module("summary_table")
+    data = tmp_path / "data"
+    data.mkdir(parents=True)
+    (data / "dict.txt").write_text("Ġa 1\nĠb 1\nĠc 1\n", encoding="utf-8")
+    for stem in ("train", "valid", "test"):
+        (data / f"{stem}.text").write_text("Ġa Ġb Ġc Ġa\nĠc\n", encoding="utf-8")
+        (data / f"{stem}.summary").write_text("Ġa Ġb\nĠc\n", encoding="utf-8")
+    settings = table.summarization_settings(copy=copy, max_steps=20, save_every=5, eval_every=10)
+    return process.PeerJob(data, tmp_path / "work", bin_folder, settings, 1, 1, 2, {"source": 5, "target": 3}, task,
+                           SIDES)  # fmt: skip
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_a_summarization_run_trains_on_the_text_and_summary_pieces_and_decodes_with_the_summary_flags(tmp_path, copy):
+    onmt = peer_module("opennmt_peer")
+    bin_folder = stand_in_commands(tmp_path / "bin")
+    # The copy fix's `python -c SCRIPT ARGS` stands in as onmt_translate with ARGS.
+    stand_in(bin_folder, "python", 'shift 2\nexec "$(dirname "$0")/onmt_translate" "$@"\n')
+    job = summary_job(tmp_path, bin_folder, copy)
+    done = onmt.run_opennmt(job)
+    assert done.hypotheses == ["Ġh0", "Ġh1"] and (job.work / "test.hyp.summary").is_file()
+    config = yaml.safe_load((job.work / "train.yaml").read_text(encoding="utf-8"))
+    assert config["copy_attn"] is copy and config["data"]["corpus_1"]["path_tgt"].endswith("train.summary")
+    assert config["bucket_size"] == 2 and config["learning_rate"] == (1.0 if copy else 0.25)
+    translate = done.commands[2]
+    assert translate.startswith(str(bin_folder / ("python -c" if copy else "onmt_translate")))
+    assert f"-src {job.data / 'test.text'}" in translate and "-block_ngram_repeat 3" in translate
+    assert "-max_length 64 " in translate and "-min_length 1 " in translate
+
+
+def test_opennmt_runs_translation_and_summarization_and_refuses_the_rest(tmp_path):
+    onmt, table = peer_module("opennmt_peer"), peer_module("summary_table")
+    summary = table.summarization_settings()
+    assert onmt.opennmt_table(summary) == peer_module("opennmt_summary").opennmt_summary_rows(summary)
+    translation = peer_module("settings_table").demo_settings()
+    assert onmt.opennmt_table(translation) == onmt.opennmt_rows(translation)
+    job = summary_job(tmp_path, stand_in_commands(tmp_path / "bin"), True, task="parsing")
+    with pytest.raises(ValueError, match="OpenNMT-py runs translation and summarization here, not parsing"):
+        onmt.run_opennmt(job)
+
+
+def test_the_trainable_parameters_are_read_from_the_training_log():
+    onmt = peer_module("opennmt_peer")
+    line = "[2026-11-27 02:01:49,748 INFO] Trainable parameters = {'torch.float32': 1318401, 'torch.float16': 0}\n"
+    assert onmt.train_figures(line + TRAIN_LOG)["trainable_parameters"] == 1318401
+    assert "trainable_parameters" not in onmt.train_figures(TRAIN_LOG)
+
+
+@pytest.mark.parametrize("system, copy", [("opennmt-py", True), ("opennmt-py-no-copy", False)])
+def test_the_command_line_runs_opennmt_s_summarization_with_and_without_copying(system, copy):
+    run = peer_module("run")
+    args = run.parse_args(["--task", "summarization", "--system", system, "--max-updates", "20", "--save-every", "10"])
+    settings = run.run_settings(args)
+    assert (settings["task"], settings["pointer_generator"], settings["max_steps"]) == ("summarization", copy, 20)
+    assert settings["average_last"] == 2  # the two checkpoints a short check of 20 updates saves
+    assert run.PEERS["opennmt-py"].rows(settings)[0].peer.startswith("encoder_type transformer")
+
+
+@pytest.mark.parametrize(
+    "task, system, error",
+    [
+        ("parsing", "opennmt-py", "opennmt-py runs translation, summarization here, not parsing"),
+        ("translation", "opennmt-py-no-copy", "translation has no copy mechanism: --system opennmt-py, without "
+         "-no-copy"),
+        ("parsing", "opennmt-py-no-copy", "opennmt-py runs translation, summarization here, not parsing"),
+    ],
+)  # fmt: skip
+def test_a_task_opennmt_does_not_run_is_refused(task, system, error, monkeypatch, capsys):
+    run = peer_module("run")
+    monkeypatch.setattr("sys.argv", ["run.py"])
+    with pytest.raises(SystemExit):
+        run.parse_args(["--task", task, "--system", system])
+    assert capsys.readouterr().err.splitlines()[-1] == f"run.py: error: {error}"
