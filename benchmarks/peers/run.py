@@ -17,6 +17,7 @@ recipe itself (`accelerate launch --quiet --cpu --num_processes 1 recipes/wmt_en
 the same way; `--system hf_vanilla-ct2` decodes that run's CTranslate2 export (`ct2_row`).
 
     python benchmarks/peers/run.py --task summarization --system fairseq --seed 1          # the pointer-generator
+    python benchmarks/peers/run.py --task summarization --system fairseq --seed 1 --peer-lr-scale 0.25  # its own rate
     python benchmarks/peers/run.py --task summarization --system fairseq-no-copy --seed 1  # its plain transformer
     python benchmarks/peers/run.py --task summarization --system opennmt-py --seed 1       # copy_attn
     python benchmarks/peers/run.py --task summarization --system opennmt-py-no-copy --seed 1
