@@ -40,10 +40,10 @@ TRANSLATE_LOG = """[2026-11-27 02:02:07,379 INFO] PRED SCORE: -6.5858, PRED PPL:
 
 
 def rendered(value) -> str:
-    """A config value as a row writes it: a one-item list as its item, a flag as `true`."""
+    """A config value as a row writes it: a one-item list as its item, a flag as `true` or `false`."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
-    return "true" if value is True else str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def named_options(peer: str, known: set[str]) -> dict[str, str | None]:
@@ -68,19 +68,25 @@ def translate_options(flags: list[str]) -> dict[str, str]:
     return options
 
 
+def assert_rows_are_passed(rows, train: dict, decode: dict, decoding: set[str], no_option: set[str]) -> None:
+    """Every option a row names is in onmt_train's config (`train`) or, for a row of `decoding`, onmt_translate's
+    flags (`decode`), with the value the row names; a row names an option unless it is one of `no_option`."""
+    for row in rows:
+        options = decode if row.setting in decoding else train
+        named = named_options(row.peer, set(train) | set(decode))
+        assert bool(named) != (row.setting in no_option), (row.setting, row.peer)
+        for option, value in named.items():
+            assert option in options, (row.setting, option, "named but not passed")
+            assert value is None or value == options[option], (row.setting, option, value, options[option])
+
+
 def test_every_row_s_option_is_passed_with_its_value(tmp_path):
     table, onmt = peer_module("settings_table"), peer_module("opennmt_peer")
     settings = table.demo_settings()
     config = onmt.train_config(settings, 3, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 1234)
     train = {key: rendered(value) for key, value in config.items() if key != "data"}
     decode = translate_options(onmt.translate_flags(settings, 30))
-    for row in onmt.opennmt_rows(settings):
-        options = decode if row.setting in DECODING else train
-        named = named_options(row.peer, set(train) | set(decode))
-        assert bool(named) != (row.setting in NO_OPTION), (row.setting, row.peer)
-        for option, value in named.items():
-            assert option in options, (row.setting, option, "named but not passed")
-            assert value is None or value == options[option], (row.setting, option, value, options[option])
+    assert_rows_are_passed(onmt.opennmt_rows(settings), train, decode, DECODING, NO_OPTION)
     expected = {
         "enc_layers": "3", "dec_layers": "3", "hidden_size": "128", "word_vec_size": "128", "heads": "4",
         "transformer_ff": "512", "dropout": "0.1", "attention_dropout": "0.0", "label_smoothing": "0.1",

@@ -4,7 +4,14 @@
 
 import pytest
 import yaml
-from test_peers_opennmt import TRAIN_LOG, named_options, stand_in, stand_in_commands, translate_options
+from test_peers_opennmt import (
+    TRAIN_LOG,
+    assert_rows_are_passed,
+    rendered,
+    stand_in,
+    stand_in_commands,
+    translate_options,
+)
 
 from hf_vanilla.data.summaries import SIDES
 
@@ -19,13 +26,6 @@ NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "
              "whole-word copy", "copy decoding", "documents", "subjects", "training pairs", "scoring"}  # fmt: skip
 
 
-def rendered(value) -> str:
-    """A config value as a row writes it: a one-item list as its item, a flag as `true` or `false`."""
-    if isinstance(value, list) and len(value) == 1:
-        value = value[0]
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 @pytest.mark.parametrize("copy", [True, False])
 def test_every_row_s_option_is_passed_with_its_value(tmp_path, copy):
     table, summary = peer_module("summary_table"), peer_module("opennmt_summary")
@@ -34,13 +34,7 @@ def test_every_row_s_option_is_passed_with_its_value(tmp_path, copy):
     train = {key: rendered(value) for key, value in config.items() if key != "data"}
     decode = translate_options(summary.summary_translate_flags(settings))
     rows = summary.opennmt_summary_rows(settings)
-    for row in rows:
-        options = decode if row.setting in DECODING else train
-        named = named_options(row.peer, set(train) | set(decode))
-        assert bool(named) != (row.setting in NO_OPTION), (row.setting, row.peer)
-        for option, value in named.items():
-            assert option in options, (row.setting, option, "named but not passed")
-            assert value is None or value == options[option], (row.setting, option, value, options[option])
+    assert_rows_are_passed(rows, train, decode, DECODING, NO_OPTION)
     expected = {
         "enc_layers": "3", "dec_layers": "3", "hidden_size": "128", "heads": "4", "transformer_ff": "512",
         "dropout": "0.1", "attention_dropout": "0.0", "label_smoothing": "0.1", "warmup_steps": "400",

@@ -20,7 +20,7 @@ from opennmt_settings import (
     train_config,
 )
 from settings_table import Row
-from summary_table import _lowercase_row, _summary_data_rows, _validation_row, _whole_word_row
+from summary_table import _lowercase_row, _summary_data_rows, _validation_row, _whole_word_row, no_copy_row
 
 # 3.5.1's BaseModel.load_state_dict cannot load a CopyGenerator's weights: it looks a parameter of the module
 # `generator.linear` up as "weight" in the checkpoint's generator dict, which holds "linear.weight" (and then as
@@ -75,20 +75,12 @@ def opennmt_summary_rows(s: dict) -> list[Row]:
     `adam`, `noam`) against the summarization settings `s` (`summary_table.summarization_settings`): the model's rows,
     the copy mechanism's, training's, then decoding's."""
     copies = s["pointer_generator"]
-    copying = _copy_rows(s) if copies else [_no_copy_row(s)]
+    copying = _copy_rows(s) if copies else [no_copy_row(s, "copy_attn false: the plain generator")]
     regularisation = [_copy_smoothing_row(s) if copies and row.setting == "label smoothing" else row
                       for row in _regularisation_rows(s)]  # fmt: skip
     schedule = [_summary_validation_row(s) if row.setting == "validation" else row for row in _schedule_rows(s)]
     return [*_architecture_rows(s), _lowercase_row(s), *copying, *regularisation, *_optimiser_rows(s), *schedule,
             *_summary_decoding_rows(s)]  # fmt: skip
-
-
-def _no_copy_row(s: dict) -> Row:
-    return Row(
-        "copy mechanism",
-        f"none (--no-pointer-generator: the preset's variant, lr_scale {s['lr_scale']})",
-        "copy_attn false: the plain generator",
-    )
 
 
 def _copy_rows(s: dict) -> list[Row]:

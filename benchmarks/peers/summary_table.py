@@ -85,7 +85,7 @@ def fairseq_summary_rows(s: dict) -> list[Row]:
     """The side-by-side table of fairseq 0.12 (`transformer_pointer_generator` where `s` copies, else `transformer`;
     `label_smoothed_cross_entropy`, `adam`, `inverse_sqrt`) against the summarization settings `s`
     (`summarization_settings`): the model's rows, the copy mechanism's, training's, then decoding's."""
-    copying = _copy_rows(s) if s["pointer_generator"] else [_no_copy_row(s)]
+    copying = _copy_rows(s) if s["pointer_generator"] else [no_copy_row(s)]
     training = [_validation_row(s) if row.setting == "validation" else row for row in _training_rows(s)]
     return [*_model_rows(s), _lowercase_row(s), *copying, *training, *_summary_decoding_rows(s)]
 
@@ -98,11 +98,10 @@ def _lowercase_row(s: dict) -> Row:
     )
 
 
-def _no_copy_row(s: dict) -> Row:
+def no_copy_row(s: dict, peer: str = "--arch transformer") -> Row:
+    """The copy mechanism's row where neither side copies: the recipe's variant, and what the `peer` runs instead."""
     return Row(
-        "copy mechanism",
-        f"none (--no-pointer-generator: the preset's variant, lr_scale {s['lr_scale']})",
-        "--arch transformer",
+        "copy mechanism", f"none (--no-pointer-generator: the preset's variant, lr_scale {s['lr_scale']})", peer
     )
 
 
