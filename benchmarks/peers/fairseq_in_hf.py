@@ -220,11 +220,8 @@ def hf_models(args: argparse.Namespace) -> list[Path]:
     return [path for run in args.hf_run for path in hf_checkpoints(run)]
 
 
-def test_split(args: argparse.Namespace) -> TestSplit:
-    """The task's test inputs as the recipe decodes them (`Task.test_inputs` of the preset's settings)."""
-    from run import TASKS
-
-    task = TASKS[args.task]
+def test_split(args: argparse.Namespace, task) -> TestSplit:
+    """The `task`'s (`run.TASKS`) test inputs as the recipe decodes them (`Task.test_inputs` of its settings)."""
     inputs, keywords = task.test_inputs(task.settings(args.preset, True, {}), None)
     return TestSplit(inputs, keywords, args.fairseq_run[0] / "data", task.score)
 
@@ -246,8 +243,9 @@ def main(argv: list[str] | None = None) -> None:
         row_ids = fairseq_rows_to_ids(read_dictionary(data / "dict.txt"), tokenizer)
     except ValueError as error:
         raise user_exit(PROGRAM, f"{data / 'dict.txt'} is not the runs' tokenizer's: {error}") from None
-    splits = {name: piece_pairs(data, name, tokenizer, TASKS[args.task].sides) for name in ("valid", "test")}
-    test, final = test_split(args), hf_checkpoints(args.hf_run[0])[-1]
+    task = TASKS[args.task]
+    splits = {name: piece_pairs(data, name, tokenizer, task.sides) for name in ("valid", "test")}
+    test, final = test_split(args, task), hf_checkpoints(args.hf_run[0])[-1]
     config, generation = (
         VanillaTransformerConfig.from_pretrained(final),
         VanillaGenerationConfig.from_pretrained(final),
