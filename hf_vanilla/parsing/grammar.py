@@ -37,15 +37,16 @@ def _check_leaves(leaves: str) -> None:
 class TreeVocabulary:
     """The tokens a parser's tokenizer writes trees with, read once from its vocabulary: opening brackets (those that
     start an output, without a space, and the later ones), each label's closing bracket, the leaf tokens (all but
-    brackets and special tokens) and, among them, the whole pieces that can stand for a POS tag."""
+    brackets and special tokens) and, among them, the whole pieces that can stand for a POS tag. Labels are numbered;
+    the tables are indexed by token id."""
 
-    opening_first: list[int]
-    opening: list[int]
-    label: dict[int, str]  # opening bracket -> its label
-    closing: dict[str, int]  # label -> its closing bracket
+    opening_first: torch.Tensor  # token ids
+    opening: torch.Tensor  # token ids
+    opening_label: torch.Tensor  # token id -> its label's number, -1 for all but opening brackets
+    closing_label: torch.Tensor  # token id -> its label's number, -1 for all but closing brackets
+    closing: torch.Tensor  # label number -> its closing bracket
     leaf_tokens: torch.Tensor  # bool mask over the vocabulary
-    tag_tokens: list[int]
-    tag_ids: frozenset[int]  # tag_tokens, for membership tests at every step
+    tag_tokens: torch.Tensor  # bool mask over the vocabulary
     eos_token_id: int
 
     @classmethod
@@ -57,129 +58,145 @@ class TreeVocabulary:
         closing = {
             m.group(1): i for i, t in enumerate(texts) if t.startswith(" ") and (m := _CLOSING.fullmatch(t[1:]))
         }
-        opening_first, opening, label = [], [], {}
+        number = {label: n for n, label in enumerate(closing)}
+        opening_first, opening = [], []
+        opening_label = torch.full((len(tokenizer),), -1)
         for i, text in enumerate(texts):
             match = _OPENING.fullmatch(text.removeprefix(" "))
             if match and match.group(1) in closing:
                 (opening if text.startswith(" ") else opening_first).append(i)
-                label[i] = match.group(1)
+                opening_label[i] = number[match.group(1)]
         if not opening_first:
             raise ValueError("the tokenizer has no one-token opening brackets such as `(S`: not a parser's tokenizer.")
+        closing_label = torch.full((len(tokenizer),), -1)
+        closing_label[list(closing.values())] = torch.arange(len(closing))
         leaf_tokens = torch.ones(len(tokenizer), dtype=torch.bool)
         leaf_tokens[opening_first + opening + list(closing.values()) + tokenizer.all_special_ids] = False
         # A POS leaf is one whole piece (a space, then no bracket), so that the output stays one symbol per leaf.
-        tag_tokens = [i for i, text in enumerate(texts) if leaf_tokens[i] and _WHOLE_PIECE.fullmatch(text)]
+        tag_tokens = torch.tensor(
+            [bool(leaf_tokens[i]) and bool(_WHOLE_PIECE.fullmatch(t)) for i, t in enumerate(texts)]
+        )
         return cls(
-            opening_first,
-            opening,
-            label,
-            closing,
+            torch.tensor(opening_first),
+            torch.tensor(opening),
+            opening_label,
+            closing_label,
+            torch.tensor(list(closing.values())),
             leaf_tokens,
             tag_tokens,
-            frozenset(tag_tokens),
             tokenizer.eos_token_id,
         )
+
+
+@dataclass(frozen=True)
+class _Prefixes:
+    """Where each row of a decoding step stands in the grammar, read from its tokens at once (one tensor a field,
+    one entry a row): the leaves written, the open brackets and the innermost one's label and whether it holds a
+    word, and the brackets opened since the last leaf."""
+
+    leaves: torch.Tensor
+    depth: torch.Tensor
+    label: torch.Tensor  # -1 where no bracket is open
+    holds_word: torch.Tensor
+    opened: torch.Tensor
+
+    @classmethod
+    def of(cls, tokens: torch.Tensor, vocabulary: TreeVocabulary, is_leaf: torch.Tensor) -> "_Prefixes":
+        """`tokens`: the rows' outputs so far, start token left out. A well-formed prefix (what the grammar lets
+        through) opens a bracket, closes the innermost one or writes the next leaf at every position."""
+        opens = vocabulary.opening_label[tokens] >= 0
+        closes = vocabulary.closing_label[tokens] >= 0
+        leaves = is_leaf[tokens].long().cumsum(-1)
+        depth_after = (opens.long() - closes.long()).cumsum(-1)
+        depth = depth_after[:, -1].clamp(min=0)
+        # The innermost open bracket is the last one opened to the depth the row is at now.
+        positions = torch.arange(1, tokens.shape[1] + 1)
+        innermost = ((opens & (depth_after == depth[:, None])) * positions).amax(-1) - 1
+        at = innermost.clamp(min=0)[:, None]
+        found = (innermost >= 0) & (depth > 0)
+        label = torch.where(found, vocabulary.opening_label[tokens.gather(1, at)[:, 0]], -1)
+        holds_word = found & (leaves[:, -1] > leaves.gather(1, at)[:, 0])
+        last_leaf = (is_leaf[tokens] * positions).amax(-1)  # 1-based; 0: no leaf yet
+        opened_before = torch.where(
+            last_leaf > 0, opens.long().cumsum(-1).gather(1, (last_leaf - 1).clamp(min=0)[:, None])[:, 0], 0
+        )
+        opened = opens.long().sum(-1) - opened_before
+        return cls(leaves[:, -1], depth, label, holds_word, opened)
 
 
 class TreeGrammarLogitsProcessor(LogitsProcessor):
     """Masks every token that would break the tree grammar for `sentences` (one per input row, or per `num_beams`
     consecutive rows under beam search), and gives a new leaf's first token the log-sum of all leaf tokens' scores.
-    `vocabulary` is `TreeVocabulary.of(tokenizer)`, read here when not given."""
+    `vocabulary` is `TreeVocabulary.of(tokenizer)`, read here when not given. Each step reads the rows' prefixes with
+    tensor operations over the whole batch (`_Prefixes`): a beam of 21 has thousands of rows."""
 
     def __init__(self, tokenizer, sentences: list[str], leaves: str, vocabulary: TreeVocabulary | None = None):
         _check_leaves(leaves)
-        self.sentences = [sentence.split() for sentence in sentences]
-        if not all(self.sentences):
+        words = [sentence.split() for sentence in sentences]
+        if not all(words):
             raise ValueError("every sentence needs at least one word.")
         self.vocabulary = vocabulary if vocabulary is not None else TreeVocabulary.of(tokenizer)
-        if leaves == "pos":
-            self.pieces = None  # any one tag token stands for the tag of the next word
-        else:
+        self.sentences = len(words)
+        self.words = torch.tensor([len(w) for w in words])
+        if leaves == "pos":  # any one tag token stands for the tag of the next word: a leaf is one token
+            self.pieces = None
+            return
 
-            def ids(text: str) -> list[int]:
-                return tokenizer(" " + text, add_special_tokens=False)["input_ids"]
+        def ids(text: str) -> list[int]:
+            return tokenizer(" " + text, add_special_tokens=False)["input_ids"]
 
-            placeholder = ids(PLACEHOLDER)
-            self.pieces = [
-                [ids(word) if leaves == "words" else placeholder for word in words] for words in self.sentences
-            ]
-        self._states: dict = {}
-        self._previous: dict = {}
-
-    def _step(self, state: tuple, token: int, sentence: int) -> tuple:
-        """The grammar state after `token`: (open brackets as (label, holds a word), next word, next piece of that
-        word, brackets opened since the last word). Tokens outside the grammar (padding after </s>) change nothing."""
-        stack, word, piece, opened = state
-        if stack and word < len(self.sentences[sentence]):
-            pieces = self.pieces[sentence][word] if self.pieces is not None else None
-            is_leaf = token == pieces[piece] if pieces is not None else token in self.vocabulary.tag_ids
-            if is_leaf:
-                stack = tuple((label, True) for label, _ in stack)
-                if pieces is not None and piece + 1 < len(pieces):
-                    return stack, word, piece + 1, 0
-                return stack, word + 1, 0, 0
-        vocabulary = self.vocabulary
-        if token in vocabulary.label:
-            return stack + ((vocabulary.label[token], False),), word, 0, opened + 1
-        if stack and token == vocabulary.closing[stack[-1][0]]:
-            return stack[:-1], word, 0, opened
-        return state
-
-    def _state(self, sentence: int, ids: tuple) -> tuple:
-        key = (sentence, ids)
-        if key not in self._states:
-            previous = self._previous.get((sentence, ids[:-1])) if len(ids) > 1 else None
-            if previous is None:  # the first step, or a prefix not seen at the last step: fold from the start
-                previous = ((), 0, 0, 0)
-                for token in ids[1:-1]:
-                    previous = self._step(previous, token, sentence)
-            self._states[key] = previous if len(ids) == 1 else self._step(previous, ids[-1], sentence)
-        return self._states[key]
-
-    def _allowed(self, sentence: int, ids: tuple) -> tuple[list[int], int | None]:
-        """The tokens the grammar allows next, and the first token of the next leaf when a leaf is one of them."""
-        stack, word, piece, opened = self._state(sentence, ids)
-        words, vocabulary = self.sentences[sentence], self.vocabulary
-        if piece:
-            return [self.pieces[sentence][word][piece]], None
-        if len(ids) == 1:
-            return vocabulary.opening_first, None
-        if not stack:
-            return [vocabulary.eos_token_id], None
-        allowed, leaf = [], None
-        if word < len(words):
-            if self.pieces is None:
-                allowed = list(vocabulary.tag_tokens)
-            else:
-                leaf = self.pieces[sentence][word][0]
-                allowed.append(leaf)
-            if opened < MAX_OPENED_IN_A_ROW:
-                allowed += vocabulary.opening
-        label, holds_word = stack[-1]
-        if holds_word and (len(stack) > 1 or word == len(words)):
-            allowed.append(vocabulary.closing[label])
-        return allowed, leaf
+        placeholder = ids(PLACEHOLDER)
+        pieces = [[ids(word) if leaves == "words" else placeholder for word in sentence] for sentence in words]
+        # Each sentence's leaf pieces in a row (one more entry, the end, past the last), the word each piece belongs
+        # to and its place in that word.
+        longest = max(sum(len(p) for p in sentence) for sentence in pieces) + 1
+        self.pieces = torch.full((len(words), longest), self.vocabulary.eos_token_id)
+        self.word_of_piece = torch.zeros((len(words), longest), dtype=torch.long)
+        self.place_in_word = torch.zeros((len(words), longest), dtype=torch.long)
+        for s, sentence in enumerate(pieces):
+            flat = [(token, w, k) for w, word in enumerate(sentence) for k, token in enumerate(word)]
+            flat.append((self.vocabulary.eos_token_id, len(sentence), 0))
+            for column, (token, w, k) in enumerate(flat):
+                self.pieces[s, column], self.word_of_piece[s, column], self.place_in_word[s, column] = token, w, k
+            self.word_of_piece[s, len(flat) :] = len(sentence)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        if input_ids.shape[0] % len(self.sentences):
-            raise ValueError(f"{input_ids.shape[0]} rows for {len(self.sentences)} sentences.")
-        num_beams = input_ids.shape[0] // len(self.sentences)
-        self._previous, self._states = self._states, {}
-        leaf_scores = torch.logsumexp(scores[:, self.vocabulary.leaf_tokens.to(scores.device)], dim=-1)
-        allowed_rows, allowed_tokens, leaf_rows, leaf_tokens = [], [], [], []
-        for row, ids in enumerate(input_ids.tolist()):
-            allowed, leaf = self._allowed(row // num_beams, tuple(ids))
-            allowed_rows += [row] * len(allowed)
-            allowed_tokens += allowed
-            if leaf is not None:
-                leaf_rows.append(row)
-                leaf_tokens.append(leaf)
-        # One indexing operation for the whole batch, not one per row: decoding's beam of 21 has hundreds of rows.
-        blocked = torch.ones_like(scores, dtype=torch.bool)
-        blocked[allowed_rows, allowed_tokens] = False
-        scores = scores.clone()
-        scores[leaf_rows, leaf_tokens] = leaf_scores[leaf_rows]
-        return scores.masked_fill(blocked, -math.inf)
+        if input_ids.shape[0] % self.sentences:
+            raise ValueError(f"{input_ids.shape[0]} rows for {self.sentences} sentences.")
+        vocabulary, device = self.vocabulary, scores.device
+        allowed = torch.zeros(scores.shape, dtype=torch.bool)
+        if input_ids.shape[1] == 1:  # the first token: an output opens with a bracket
+            allowed[:, vocabulary.opening_first] = True
+            return scores.masked_fill(~allowed.to(device), -math.inf)
+        sentence = torch.arange(input_ids.shape[0]) // (input_ids.shape[0] // self.sentences)
+        is_leaf = vocabulary.tag_tokens if self.pieces is None else vocabulary.leaf_tokens
+        at = _Prefixes.of(input_ids[:, 1:].cpu(), vocabulary, is_leaf)
+        rows = torch.arange(input_ids.shape[0])
+        if self.pieces is None:
+            word, place, next_piece = at.leaves, torch.zeros_like(at.leaves), None
+        else:
+            column = at.leaves.clamp(max=self.pieces.shape[1] - 1)
+            word, place = self.word_of_piece[sentence, column], self.place_in_word[sentence, column]
+            next_piece = self.pieces[sentence, column]
+        words = self.words[sentence]
+        open_ = at.depth > 0
+        mid_word = open_ & (place > 0)  # only the word's next piece
+        free = open_ & ~mid_word
+        leaf = free & (word < words)
+        allowed[~open_, vocabulary.eos_token_id] = True
+        if next_piece is not None:
+            allowed[rows[mid_word | leaf], next_piece[mid_word | leaf]] = True
+        else:
+            allowed[leaf[:, None] & vocabulary.tag_tokens] = True
+        allowed[:, vocabulary.opening] |= (leaf & (at.opened < MAX_OPENED_IN_A_ROW))[:, None]
+        closes = free & at.holds_word & ((at.depth > 1) | (word == words))
+        allowed[rows[closes], vocabulary.closing[at.label[closes]]] = True
+        processed = scores.masked_fill(~allowed.to(device), -math.inf)
+        if next_piece is not None and leaf.any():
+            leaf_rows = rows[leaf].to(device)
+            sums = torch.logsumexp(scores[leaf_rows][:, vocabulary.leaf_tokens.to(device)], dim=-1)
+            processed[leaf_rows, next_piece[leaf].to(device)] = sums
+        return processed
 
 
 def tree_grammar_for(tokenizer, leaves: str) -> Callable[[list[str]], LogitsProcessorList]:

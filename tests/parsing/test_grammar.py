@@ -4,10 +4,11 @@ import pytest
 import torch
 
 from hf_vanilla.decoding import generate_texts
-from hf_vanilla.parsing import linearize_leaves, needed_repair, parse_tree, tree_from_output, tree_words
+from hf_vanilla.parsing import PLACEHOLDER, linearize_leaves, needed_repair, parse_tree, tree_from_output, tree_words
 from hf_vanilla.parsing.grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
 from hf_vanilla.tokenization import train_shared_bpe
 
+from reference_grammar import allowed_tokens
 from runs import tiny_model
 from tolerances import assert_close_up_to_rounding
 
@@ -77,7 +78,7 @@ def test_a_new_leaf_gets_the_mass_of_every_leaf_token_and_brackets_keep_theirs(t
     closing_s = tokenizer(" )S", add_special_tokens=False)["input_ids"][0]
     allowed = set(torch.isfinite(processed).nonzero().flatten().tolist())
     assert wrong_word not in allowed and closing_s not in allowed  # (S holds no word yet
-    assert allowed == {the, *processor.vocabulary.opening}
+    assert allowed == {the, *processor.vocabulary.opening.tolist()}
 
 
 def test_after_the_last_word_only_closing_brackets_then_the_end(tokenizer):
@@ -164,3 +165,44 @@ def test_an_untrained_model_parses_every_sentence_of_a_sorted_batch(tokenizer, n
     for sentence, output in zip(sentences, outputs):
         assert not needed_repair(output, sentence.split(), "words"), output
     assert calls and calls[0] % num_beams == 0
+
+
+@pytest.mark.parametrize("leaves", ["words", "placeholder", "pos"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_batched_grammar_allows_what_a_one_token_at_a_time_state_machine_allows(tokenizer, leaves, seed):
+    """Beams as beam search leaves them (rows of a sentence reordered, each step's token drawn from what the grammar
+    allows), checked at every step against `reference_grammar`, which reads each row from its first token."""
+    num_beams, generator = 3, torch.Generator().manual_seed(seed)
+    processor = TreeGrammarLogitsProcessor(tokenizer, SENTENCES, leaves)
+    vocabulary = processor.vocabulary
+    pieces = [
+        [
+            tokenizer(" " + (w if leaves == "words" else PLACEHOLDER), add_special_tokens=False)["input_ids"]
+            for w in s.split()
+        ]
+        if leaves != "pos"
+        else None
+        for s in SENTENCES
+    ]
+    ids = torch.full((len(SENTENCES) * num_beams, 1), tokenizer.bos_token_id)
+    for _ in range(400):
+        scores = torch.randn(ids.shape[0], len(tokenizer), generator=generator)
+        processed = processor(ids, scores.clone())
+        for row, row_ids in enumerate(ids.tolist()):
+            s = row // num_beams
+            allowed, leaf = allowed_tokens(row_ids[1:], vocabulary, pieces[s], len(SENTENCES[s].split()))
+            assert set(torch.isfinite(processed[row]).nonzero().flatten().tolist()) == allowed, row_ids
+            if leaf is not None:
+                expected = torch.logsumexp(scores[row, vocabulary.leaf_tokens], dim=0)
+                assert_close_up_to_rounding(processed[row, leaf], expected, depth=2, width=len(tokenizer))
+        # A sentence's beams swap places, as beam search reorders them, then each takes a token it is allowed.
+        order = torch.cat(
+            [s * num_beams + torch.randperm(num_beams, generator=generator) for s in range(len(SENTENCES))]
+        )
+        # Any allowed token alike, so that brackets nest deep and run up to the cap: the model's scores would make
+        # nearly every step a leaf.
+        chosen = torch.multinomial(torch.isfinite(processed).float(), 1, generator=generator)
+        ids = torch.cat([ids, chosen], dim=1)[order]
+        if (ids == tokenizer.eos_token_id).any(-1).all():
+            break
+    assert (ids == tokenizer.eos_token_id).any(-1).all()
