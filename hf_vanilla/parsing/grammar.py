@@ -104,23 +104,22 @@ class _Prefixes:
     def of(cls, tokens: torch.Tensor, vocabulary: TreeVocabulary, is_leaf: torch.Tensor) -> "_Prefixes":
         """`tokens`: the rows' outputs so far, start token left out. A well-formed prefix (what the grammar lets
         through) opens a bracket, closes the innermost one or writes the next leaf at every position."""
-        opens = vocabulary.opening_label[tokens] >= 0
-        closes = vocabulary.closing_label[tokens] >= 0
-        leaves = is_leaf[tokens].long().cumsum(-1)
-        depth_after = (opens.long() - closes.long()).cumsum(-1)
+        opens, leaf_at = vocabulary.opening_label[tokens] >= 0, is_leaf[tokens]
+        leaves, opened_so_far = leaf_at.long().cumsum(-1), opens.long().cumsum(-1)
+        depth_after = opened_so_far - (vocabulary.closing_label[tokens] >= 0).long().cumsum(-1)
         depth = depth_after[:, -1].clamp(min=0)
         # The innermost open bracket is the last one opened to the depth the row is at now.
         positions = torch.arange(1, tokens.shape[1] + 1)
-        innermost = ((opens & (depth_after == depth[:, None])) * positions).amax(-1) - 1
+        innermost = (opens & (depth_after == depth[:, None])).mul(positions).amax(-1) - 1
         at = innermost.clamp(min=0)[:, None]
         found = (innermost >= 0) & (depth > 0)
         label = torch.where(found, vocabulary.opening_label[tokens.gather(1, at)[:, 0]], -1)
         holds_word = found & (leaves[:, -1] > leaves.gather(1, at)[:, 0])
-        last_leaf = (is_leaf[tokens] * positions).amax(-1)  # 1-based; 0: no leaf yet
+        last_leaf = leaf_at.mul(positions).amax(-1)  # 1-based; 0: no leaf yet
         opened_before = torch.where(
-            last_leaf > 0, opens.long().cumsum(-1).gather(1, (last_leaf - 1).clamp(min=0)[:, None])[:, 0], 0
+            last_leaf > 0, opened_so_far.gather(1, (last_leaf - 1).clamp(min=0)[:, None])[:, 0], 0
         )
-        opened = opens.long().sum(-1) - opened_before
+        opened = opened_so_far[:, -1] - opened_before
         return cls(leaves[:, -1], depth, label, holds_word, opened)
 
 
