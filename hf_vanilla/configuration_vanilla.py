@@ -67,6 +67,10 @@ class VanillaGenerationConfig(GenerationConfig):
     copied only from a source position right after the token the hypothesis has just written, so that a copied word
     is copied whole, never spliced from pieces of other words ("phillments"); None: no such rule.
 
+    And one of speed: `drop_finished_sentences` (on by default) lets beam search drop a sentence from the batch once
+    no later step can change its hypotheses, instead of computing its beams until the batch's last sentence ends; the
+    outputs are the same (see `VanillaGenerationMixin._beam_search`).
+
     A new model's generation config is the paper's decoding for its `config.decoding` (`DECODING`); it is saved as
     `generation_config.json` beside the weights and read back from there."""
 
@@ -76,9 +80,11 @@ class VanillaGenerationConfig(GenerationConfig):
         max_length_offset: int | None = None,
         no_stutter_span_size: int = 0,
         word_continuation_ids: list[int] | None = None,
+        drop_finished_sentences: bool = True,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.drop_finished_sentences = drop_finished_sentences
         self.length_penalty_style = length_penalty_style
         self.max_length_offset = max_length_offset
         self.no_stutter_span_size = no_stutter_span_size

@@ -1,6 +1,7 @@
 """The paper's decoding rules beside the model, for `generate()`: the GNMT length penalty, each sentence's own maximum
 output length (source length + an offset), a summarizer's rule against sub-word stutters, a pointer-generator's
-whole-word copying, and the decoder's self-attention cache while decoding.
+whole-word copying, the decoder's self-attention cache while decoding, and a beam search that drops a sentence from
+the batch once no later step can change it (the sequences of transformers' loop, from fewer rows).
 
 `VanillaGenerationMixin` is transformers' `GenerationMixin` with them: its `generate()` reads each setting from its
 keyword arguments or the generation config and hands it on as an argument (a logits processor, a model keyword
@@ -11,12 +12,19 @@ beside `modeling_vanilla.py` as Hub remote code.
 
 import copy
 import math
+from dataclasses import dataclass, fields
 
 import torch
 from transformers import GenerationMixin
 from transformers.cache_utils import DynamicCache, DynamicLayer, EncoderDecoderCache
-from transformers.generation import LogitsProcessor, LogitsProcessorList
-from transformers.utils import is_torchdynamo_compiling
+from transformers.generation import LogitsProcessor, LogitsProcessorList, logits_process
+from transformers.generation.stopping_criteria import (
+    EosTokenCriteria,
+    MaxLengthCriteria,
+    MaxTimeCriteria,
+    StopStringCriteria,
+)
+from transformers.utils import ModelOutput, is_torchdynamo_compiling
 
 # The model keyword arguments of `generate()` that hold one value for the whole vocabulary, not one row per sentence:
 # transformers would hand them to the encoder and repeat them for beams, so they are kept aside for both.
@@ -108,6 +116,12 @@ class SourceLengthLimitLogitsProcessor(LogitsProcessor):
         forced[:, self.eos_token_id] = scores[:, self.eos_token_id].clamp(min=-1e9)
         return torch.where(must_stop[:, None], forced, scores)
 
+    def for_sentences(self, kept: torch.LongTensor) -> "SourceLengthLimitLogitsProcessor":
+        """The same rule for the `kept` sentences only (indices into those it was made for), for a beam search that
+        drops settled sentences from the batch."""
+        limits = self.max_new_tokens[kept.to(self.max_new_tokens.device)]
+        return SourceLengthLimitLogitsProcessor(limits, self.eos_token_id, self.prompt_length)
+
 
 class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
     """Blocks the token that would write a span of 1 to `span_size` tokens twice in a row (a sub-word stutter such as
@@ -160,6 +174,13 @@ class SourceLicensedStutterLogitsProcessor(LogitsProcessor):
             scores[rows, tokens] = -math.inf
         return scores
 
+    def for_sentences(self, kept: torch.LongTensor) -> "SourceLicensedStutterLogitsProcessor":
+        """The same rule for the `kept` sentences only (indices into those it was made for), for a beam search that
+        drops settled sentences from the batch."""
+        narrowed = copy.copy(self)
+        narrowed.licensed = [self.licensed[i] for i in kept.tolist()]
+        return narrowed
+
 
 class VanillaDecodingCacheLayer(DynamicLayer):
     """The decoder self-attention cache of one layer during `generate`: keys and values live in a buffer with room to
@@ -210,8 +231,9 @@ class VanillaDecodingCacheLayer(DynamicLayer):
         if length is None:  # not (or no longer) the buffer's own: DynamicLayer's reorder
             super().reorder_cache(beam_idx)
             return
-        if len(self._buffers) == 2:
-            self._buffers += [torch.empty_like(self._buffers[0]), torch.empty_like(self._buffers[1])]
+        if len(self._buffers) == 2 or self._buffers[2].shape[0] != len(beam_idx):  # none yet, or fewer rows kept
+            shape = (len(beam_idx), *self._buffers[0].shape[1:])
+            self._buffers[2:] = [self._buffers[0].new_empty(shape), self._buffers[1].new_empty(shape)]
         keys, values, spare_keys, spare_values = self._buffers
         beam_idx = beam_idx.to(keys.device)
         # Whole buffers, contiguous in and out: one block copy a row, faster than gathering the strided views.
@@ -219,6 +241,151 @@ class VanillaDecodingCacheLayer(DynamicLayer):
         torch.index_select(values, 0, beam_idx, out=spare_values)
         self._buffers = [spare_keys, spare_values, keys, values]
         self.keys, self.values = spare_keys[:, :, :length], spare_values[:, :, :length]
+
+
+# transformers' logits processors and stopping criteria that read each row on its own (its tokens, its scores), never
+# its place in the batch: beam search may drop a settled sentence's rows under them. Others need `for_sentences`.
+_ROW_WISE_PROCESSORS = tuple(
+    getattr(logits_process, name)
+    for name in (
+        "MinLengthLogitsProcessor",
+        "MinNewTokensLengthLogitsProcessor",
+        "NoRepeatNGramLogitsProcessor",
+        "RepetitionPenaltyLogitsProcessor",
+        "NoBadWordsLogitsProcessor",
+        "SequenceBiasLogitsProcessor",
+        "ForcedBOSTokenLogitsProcessor",
+        "ForcedEOSTokenLogitsProcessor",
+        "SuppressTokensLogitsProcessor",
+        "SuppressTokensAtBeginLogitsProcessor",
+        "InfNanRemoveLogitsProcessor",
+        "LogitNormalization",
+        "TemperatureLogitsWarper",
+        "TopKLogitsWarper",
+        "TopPLogitsWarper",
+    )
+    if hasattr(logits_process, name)
+)
+_ROW_WISE_CRITERIA = (MaxLengthCriteria, EosTokenCriteria, MaxTimeCriteria, StopStringCriteria)
+
+
+def drops_finished_sentences(
+    generation_config, logits_processor, stopping_criteria, synced_gpus: bool, model_kwargs: dict
+) -> bool:
+    """Whether beam search may drop a settled sentence from the batch: `drop_finished_sentences` is on, the output is
+    the sequences alone (`return_dict_in_generate` would want every step's full batch), one process decodes alone
+    (with `synced_gpus` every process runs each step), the cache is the dynamic one, and each logits processor and
+    stopping criterion reads rows on its own or can follow the kept sentences (`for_sentences`)."""
+    if not getattr(generation_config, "drop_finished_sentences", True):
+        return False
+    if synced_gpus or generation_config.return_dict_in_generate:
+        return False
+    cache = model_kwargs.get("past_key_values")
+    if not isinstance(cache, EncoderDecoderCache):
+        return False
+    layers = [*cache.self_attention_cache.layers, *cache.cross_attention_cache.layers]
+    if not all(type(layer) in (DynamicLayer, VanillaDecodingCacheLayer) for layer in layers):
+        return False
+    followed = all(hasattr(rule, "for_sentences") or type(rule) in _ROW_WISE_PROCESSORS for rule in logits_processor)
+    return followed and all(type(criterion) in _ROW_WISE_CRITERIA for criterion in stopping_criteria)
+
+
+def sentence_rows(sentences: torch.LongTensor, num_beams: int) -> torch.LongTensor:
+    """The rows of `sentences` in a batch of `num_beams` consecutive rows a sentence."""
+    beams = torch.arange(num_beams, device=sentences.device)
+    return (sentences[:, None] * num_beams + beams).flatten()
+
+
+def _select(value, rows: torch.LongTensor, total: int):
+    """`value` (a tensor, or a tuple or model output of them) cut to `rows` where its first dimension is the batch's
+    `total` rows; anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.index_select(0, rows.to(value.device)) if value.dim() and value.shape[0] == total else value
+    if isinstance(value, ModelOutput):
+        return type(value)(**{name: _select(field, rows, total) for name, field in value.items()})
+    if isinstance(value, tuple):
+        return tuple(_select(item, rows, total) for item in value)
+    return value
+
+
+def select_sentences(model_kwargs: dict, processors: LogitsProcessorList, kept: torch.LongTensor, num_beams: int):
+    """The model keyword arguments and logits processors of a beam search for the `kept` sentences only (indices
+    into the batch's): per-row tensors (the encoder's output, the attention mask, a pointer-generator's source ids)
+    and the cross-attention cache cut to their rows, each processor's `for_sentences` (or itself, when it reads rows
+    on their own). The self-attention cache is left to the beam reorder, which gathers the kept beams anyway."""
+    cache = model_kwargs["past_key_values"]
+    total = cache.cross_attention_cache.layers[0].keys.shape[0]
+    rows = sentence_rows(kept, num_beams)
+    for layer in cache.cross_attention_cache.layers:
+        layer.reorder_cache(rows)
+    model_kwargs = {
+        name: value if name in VOCABULARY_KWARGS or name == "past_key_values" else _select(value, rows, total)
+        for name, value in model_kwargs.items()
+    }
+    processors = LogitsProcessorList(
+        processor.for_sentences(kept) if hasattr(processor, "for_sentences") else processor for processor in processors
+    )
+    return model_kwargs, processors
+
+
+@dataclass
+class _Beams:
+    """transformers' beam-search tensors for the sentences still decoded (first dimension: sentence): the running
+    beams, their scores and beam indices, the finished hypotheses, theirs, whether each is finished, and whether the
+    sentence may still improve (transformers' `is_early_stop_heuristic_unsatisfied`)."""
+
+    running: torch.Tensor
+    running_scores: torch.Tensor
+    running_indices: torch.Tensor
+    sequences: torch.Tensor
+    scores: torch.Tensor
+    indices: torch.Tensor
+    finished: torch.Tensor
+    open: torch.Tensor
+
+    @classmethod
+    def start(cls, input_ids, num_beams: int, max_length: int, fill: int) -> "_Beams":
+        """The tensors transformers' `_beam_search` starts from, for the batch `input_ids` (beams repeated), `fill`
+        where nothing is written."""
+        batch_size, prompt = input_ids.shape[0] // num_beams, input_ids.shape[1]
+        device = input_ids.device
+        running = torch.full((batch_size, num_beams, max_length), fill_value=fill, dtype=torch.int64, device=device)
+        running[:, :, :prompt] = input_ids.view(batch_size, num_beams, prompt)
+        running_scores = torch.zeros((batch_size, num_beams), dtype=torch.float, device=device)
+        running_scores[:, 1:] = -1e9  # only the first beam's tokens count at the first step
+        indices = torch.full((batch_size, num_beams, max_length - prompt), -1, dtype=torch.int32, device=device)
+        return cls(
+            running=running,
+            running_scores=running_scores,
+            running_indices=indices,
+            sequences=running.clone(),
+            scores=torch.full((batch_size, num_beams), -1e9, dtype=torch.float, device=device),
+            indices=indices.clone(),
+            finished=torch.zeros((batch_size, num_beams), dtype=torch.bool, device=device),
+            open=torch.ones((batch_size, 1), dtype=torch.bool, device=device),
+        )
+
+    def select(self, kept: torch.LongTensor | slice) -> "_Beams":
+        """These tensors for the `kept` sentences (indices into these), copies."""
+        return _Beams(*(getattr(self, field.name)[kept].clone() for field in fields(self)))
+
+    def keep(self, beams: "_Beams", sentences: torch.LongTensor, done: torch.Tensor) -> None:
+        """Writes the finished hypotheses of `beams`' `done` sentences (`sentences`: their places here) in place."""
+        places = sentences[done]
+        self.sequences[places], self.scores[places] = beams.sequences[done], beams.scores[done]
+        self.indices[places] = beams.indices[done]
+
+    def best(self, prompt: int, num_return_sequences: int) -> torch.LongTensor:
+        """The best `num_return_sequences` finished hypotheses of each sentence, cut after the longest's last token
+        (what transformers' `_beam_search` returns)."""
+        sequences = self.sequences[:, :num_return_sequences].flatten(0, 1)
+        indices = self.indices[:, :num_return_sequences].flatten(0, 1)
+        return sequences[:, : prompt + int((indices + 1).bool().sum(dim=1).max())]
+
+    def settled(self, early_stopping) -> torch.Tensor:
+        """The sentences no later step can change: none may improve, or (`early_stopping=True`) every beam is
+        finished. transformers' loop adds -1e9 to any new hypothesis of theirs."""
+        return ~self.open[:, 0] | (self.finished.all(-1) & (early_stopping is True))
 
 
 class VanillaGenerationMixin(GenerationMixin):
@@ -379,6 +546,131 @@ class VanillaGenerationMixin(GenerationMixin):
         self_attention = cache.self_attention_cache
         if all(type(layer) is DynamicLayer for layer in self_attention.layers):
             self_attention.layers = [VanillaDecodingCacheLayer(max_cache_length) for _ in self_attention.layers]
+
+    def _beam_search(
+        self, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus=False, **model_kwargs
+    ):
+        """transformers' beam search; where `drops_finished_sentences` allows it, `_beam_search_dropping_settled`."""
+        if drops_finished_sentences(generation_config, logits_processor, stopping_criteria, synced_gpus, model_kwargs):
+            return self._beam_search_dropping_settled(
+                input_ids, logits_processor, stopping_criteria, generation_config, model_kwargs
+            )
+        return super()._beam_search(
+            input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, **model_kwargs
+        )
+
+    def _beam_search_dropping_settled(
+        self, input_ids, logits_processor, stopping_criteria, generation_config, model_kwargs: dict
+    ) -> torch.LongTensor:
+        """transformers' beam-search loop (its steps, through its own helpers), except that a sentence that no later
+        step can change (`_Beams.settled`) leaves the batch: its finished hypotheses are kept in its place, and the
+        next steps decode the other sentences' beams alone, where transformers' loop would go on computing its rows
+        until the batch's last sentence ends (fairseq drops them too). Returns the sequences transformers returns."""
+        num_beams, early_stopping = generation_config.num_beams, generation_config.early_stopping
+        eos = generation_config._eos_token_tensor
+        batch_size, prompt = input_ids.shape[0] // num_beams, input_ids.shape[1]
+        # transformers' fill where nothing is written, its precedence kept (pad or eos, if there is an eos, else -1),
+        # from the config's ids: its tensors would be read back from the device.
+        pad, eos_ids = generation_config.pad_token_id, generation_config.eos_token_id
+        first_eos = eos_ids[0] if isinstance(eos_ids, list) else eos_ids
+        fill = pad or first_eos if eos is not None else -1
+        beams = _Beams.start(input_ids, num_beams, generation_config.max_length, fill)
+        kept_aside = beams.select(slice(None))  # each sentence's finished hypotheses, kept in its place
+        sentences = torch.arange(batch_size, device=input_ids.device)  # the passed batch's sentences still decoded
+        search = dict(
+            stopping_criteria=stopping_criteria,
+            generation_config=generation_config,
+            prompt=prompt,
+            beams_to_keep=max(2, 1 + (eos.shape[0] if eos is not None else 0)) * num_beams,
+        )
+        outputs = self._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=True)
+        cur_len = prompt
+        while True:
+            model_kwargs = self._update_model_kwargs_for_generation(outputs, model_kwargs, is_encoder_decoder=True)
+            logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=input_ids.device)
+            del outputs
+            flat = self._flatten_beam_dim(beams.running[:, :, :cur_len])
+            log_probs = logits_processor(flat, torch.log_softmax(logits, dim=-1))
+            beams, beam_idx, unfinished = self._beam_step(beams, log_probs, cur_len, **search)
+            cur_len += 1
+            done = beams.settled(early_stopping) | ~unfinished
+            if done.any():  # the step's one read on the host, as transformers' loop reads whether to go on
+                kept_aside.keep(beams, sentences, done)
+                kept = (~done).nonzero()[:, 0]
+                if not len(kept):
+                    break
+                beam_idx = beam_idx.view(len(sentences), num_beams)[kept].flatten()
+                model_kwargs, logits_processor = select_sentences(model_kwargs, logits_processor, kept, num_beams)
+                beams, sentences = beams.select(kept), sentences[kept]
+            model_kwargs["past_key_values"] = self._reorder_cache(model_kwargs["past_key_values"], beam_idx)
+            flat = self._flatten_beam_dim(beams.running[:, :, :cur_len])
+            outputs = self(**self.prepare_inputs_for_generation(flat, next_sequence_length=1, **model_kwargs))
+        return kept_aside.best(prompt, generation_config.num_return_sequences)
+
+    def _beam_step(
+        self, beams: "_Beams", log_probs, cur_len: int, stopping_criteria, generation_config, prompt, beams_to_keep
+    ) -> tuple["_Beams", torch.LongTensor, torch.Tensor]:
+        """One step of transformers' beam search from the processed log-probabilities of the running beams: the beams
+        after it, the beam reorder (`beam_idx`) and whether transformers' loop would go on (a 0-d bool tensor)."""
+        sentences, num_beams = beams.running.shape[0], generation_config.num_beams
+        early_stopping, length_penalty = generation_config.early_stopping, generation_config.length_penalty
+        log_probs = self._unflatten_beam_dim(log_probs, sentences, num_beams) + beams.running_scores[..., None]
+        topk_log_probs, topk_sequences, topk_indices = self._get_top_k_continuations(
+            accumulated_log_probs=log_probs.reshape(sentences, -1),
+            running_sequences=beams.running,
+            running_beam_indices=beams.running_indices,
+            cur_len=cur_len,
+            decoder_prompt_len=prompt,
+            do_sample=generation_config.do_sample,
+            beams_to_keep=beams_to_keep,
+            num_beams=num_beams,
+            batch_size=sentences,
+        )
+        hits = stopping_criteria(self._flatten_beam_dim(topk_sequences[:, :, : cur_len + 1]), None)
+        hits = self._unflatten_beam_dim(hits, sentences, beams_to_keep)
+        running = self._get_running_beams_for_next_iteration(
+            topk_log_probs=topk_log_probs,
+            topk_running_sequences=topk_sequences,
+            topk_running_beam_indices=topk_indices,
+            next_token_hits_stopping_criteria=hits,
+            num_beams=num_beams,
+        )
+        finished = self._update_finished_beams(
+            sequences=beams.sequences,
+            topk_running_sequences=topk_sequences,
+            beam_scores=beams.scores,
+            topk_log_probs=topk_log_probs,
+            beam_indices=beams.indices,
+            topk_running_beam_indices=topk_indices,
+            is_early_stop_heuristic_unsatisfied=beams.open,
+            is_sent_finished=beams.finished,
+            next_token_hits_stopping_criteria=hits,
+            top_num_beam_mask=torch.arange(beams_to_keep, device=hits.device) < num_beams,
+            num_beams=num_beams,
+            cur_len=cur_len,
+            decoder_prompt_len=prompt,
+            length_penalty=length_penalty,
+            early_stopping=early_stopping,
+        )
+        still_open = self._check_early_stop_heuristic(
+            is_early_stop_heuristic_unsatisfied=beams.open,
+            running_beam_scores=running[1],
+            beam_scores=finished[1],
+            is_sent_finished=finished[3],
+            cur_len=cur_len + 1,
+            max_length=generation_config.max_length,
+            decoder_prompt_len=prompt,
+            early_stopping=early_stopping,
+            length_penalty=length_penalty,
+        )
+        unfinished = self._beam_search_has_unfinished_sequences(
+            is_early_stop_heuristic_unsatisfied=still_open,
+            is_sent_finished=finished[3],
+            next_token_hits_stopping_criteria=hits,
+            early_stopping=early_stopping,
+        )
+        beam_idx = self._flatten_beam_dim(running[2][..., cur_len - prompt])
+        return _Beams(*running, *finished, still_open), beam_idx, unfinished
 
     def _reorder_cache(self, past_key_values: EncoderDecoderCache, beam_idx: torch.LongTensor) -> EncoderDecoderCache:
         """Beam search's step to the chosen beams: only the self-attention cache is gathered. `beam_idx` maps each

@@ -8,6 +8,7 @@ leaf, the probability the model gives to all non-bracket tokens together goes to
 whether a word comes next, the grammar which one.
 """
 
+import copy
 import math
 import re
 from collections.abc import Callable
@@ -196,6 +197,17 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
             sums = torch.logsumexp(scores[leaf_rows][:, vocabulary.leaf_tokens.to(device)], dim=-1)
             processed[leaf_rows, next_piece[leaf].to(device)] = sums
         return processed
+
+    def for_sentences(self, kept: torch.LongTensor) -> "TreeGrammarLogitsProcessor":
+        """The same grammar for the `kept` sentences only (indices into those it was made for), for a beam search
+        that drops settled sentences from the batch."""
+        kept = kept.cpu()
+        narrowed = copy.copy(self)
+        narrowed.sentences, narrowed.words = len(kept), self.words[kept]
+        if self.pieces is not None:
+            narrowed.pieces, narrowed.word_of_piece = self.pieces[kept], self.word_of_piece[kept]
+            narrowed.place_in_word = self.place_in_word[kept]
+        return narrowed
 
 
 def tree_grammar_for(tokenizer, leaves: str) -> Callable[[list[str]], LogitsProcessorList]:

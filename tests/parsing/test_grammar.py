@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from hf_vanilla.decoding import generate_texts
+from hf_vanilla.generation_vanilla import sentence_rows
 from hf_vanilla.parsing import PLACEHOLDER, linearize_leaves, needed_repair, parse_tree, tree_from_output, tree_words
 from hf_vanilla.parsing.grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
 from hf_vanilla.tokenization import train_shared_bpe
@@ -171,7 +172,8 @@ def test_an_untrained_model_parses_every_sentence_of_a_sorted_batch(tokenizer, n
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_batched_grammar_allows_what_a_one_token_at_a_time_state_machine_allows(tokenizer, leaves, seed):
     """Beams as beam search leaves them (rows of a sentence reordered, each step's token drawn from what the grammar
-    allows), checked at every step against `reference_grammar`, which reads each row from its first token."""
+    allows), checked at every step against `reference_grammar`, which reads each row from its first token; and the
+    grammar for some of the sentences (`for_sentences`) allows their rows what the whole batch's allows them."""
     num_beams, generator = 3, torch.Generator().manual_seed(seed)
     processor = TreeGrammarLogitsProcessor(tokenizer, SENTENCES, leaves)
     vocabulary = processor.vocabulary
@@ -188,6 +190,9 @@ def test_the_batched_grammar_allows_what_a_one_token_at_a_time_state_machine_all
     for _ in range(400):
         scores = torch.randn(ids.shape[0], len(tokenizer), generator=generator)
         processed = processor(ids, scores.clone())
+        for kept in (torch.tensor([0, 2]), torch.tensor([1])):  # beam search dropping settled sentences
+            rows = sentence_rows(kept, num_beams)
+            assert torch.equal(processor.for_sentences(kept)(ids[rows], scores[rows].clone()), processed[rows])
         for row, row_ids in enumerate(ids.tolist()):
             s = row // num_beams
             allowed, leaf = allowed_tokens(row_ids[1:], vocabulary, pieces[s], len(SENTENCES[s].split()))

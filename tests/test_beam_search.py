@@ -1,0 +1,144 @@
+"""Beam search that drops a settled sentence from the batch (`VanillaGenerationMixin._beam_search`): the sequences
+of transformers' own loop (`drop_finished_sentences=False`), from fewer rows; and the per-sentence logits
+processors it narrows (`for_sentences`)."""
+
+import pytest
+import torch
+from transformers import LogitsProcessor
+
+from hf_vanilla.generation_vanilla import (
+    SourceLengthLimitLogitsProcessor,
+    SourceLicensedStutterLogitsProcessor,
+    sentence_rows,
+)
+
+from reversal import assert_varied, reversal_batch
+
+
+@pytest.fixture(params=["plain", "copy"])
+def decoding_model(request):
+    """Both trained reversal models: the paper's and the pointer-generator, whose steps carry the source ids."""
+    return request.getfixturevalue("reversal_model" if request.param == "plain" else "pointer_reversal_model")
+
+
+def decode(model, ids, mask, drop: bool | None, **settings) -> tuple[torch.Tensor, list[int]]:
+    """`model.generate`'s output with `drop_finished_sentences=drop` (None: the generation config's), and the rows of
+    each decoder step it ran (the first: the whole batch's)."""
+    rows, forward = [], model.forward
+
+    def counting(*args, **kwargs):
+        rows.append(kwargs["decoder_input_ids"].shape[0])
+        return forward(*args, **kwargs)
+
+    if drop is not None:
+        settings["drop_finished_sentences"] = drop
+    model.forward = counting
+    try:
+        output = model.generate(ids, attention_mask=mask, **settings)
+    finally:
+        del model.forward  # the class's forward again
+    return output, rows
+
+
+SETTINGS = {
+    "the paper's": dict(num_beams=4, max_new_tokens=16, length_penalty_style="gnmt", length_penalty=0.6),
+    "power penalty, no early stop": dict(num_beams=4, max_new_tokens=16, early_stopping=False, length_penalty=1.0),
+    "never stop early": dict(num_beams=3, max_new_tokens=16, early_stopping="never"),
+    "several returned": dict(num_beams=5, num_return_sequences=3, max_new_tokens=16),
+    "source limit and stutter rule": dict(num_beams=4, max_length_offset=2, no_stutter_span_size=2),
+}
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+def test_dropping_settled_sentences_decodes_the_sequences_of_transformers_loop(decoding_model, setting):
+    """Sentences of 3 to 10 symbols settle at different steps: each leaves the batch when it does, and the batch
+    decodes exactly the sequences of transformers' loop, which computes every sentence's beams to the end."""
+    ids, mask, _ = reversal_batch(seed=3, rows=10, lengths=(3, 10))
+    full, full_rows = decode(decoding_model, ids, mask, drop=False, **SETTINGS[setting])
+    dropped, dropped_rows = decode(decoding_model, ids, mask, drop=True, **SETTINGS[setting])
+    assert_varied(full[:: SETTINGS[setting].get("num_return_sequences", 1)])
+    assert torch.equal(dropped, full)
+    assert dropped_rows[0] == full_rows[0] == full_rows[-1] and len(dropped_rows) == len(full_rows)
+    assert dropped_rows[-1] < full_rows[-1] and sum(dropped_rows) < 0.8 * sum(full_rows), dropped_rows
+
+
+def test_a_batch_cut_at_its_length_limit_keeps_the_sentences_it_dropped(reversal_model):
+    """`max_new_tokens` ends the loop with sentences still open: the ones dropped earlier keep their hypotheses."""
+    ids, mask, _ = reversal_batch(seed=3, rows=10, lengths=(3, 10))
+    full, _ = decode(reversal_model, ids, mask, drop=False, num_beams=3, max_new_tokens=7)
+    dropped, rows = decode(reversal_model, ids, mask, drop=True, num_beams=3, max_new_tokens=7)
+    assert torch.equal(dropped, full)
+    assert rows[-1] < rows[0] and (full[:, -1] != 2).any() and (full == 2).any(-1).any()
+
+
+class PlaceInBatch(LogitsProcessor):
+    """A rule that reads a row's place in the batch: the first `rows` rows may not write `token`."""
+
+    def __init__(self, rows: int, token: int):
+        self.rows, self.token = rows, token
+
+    def __call__(self, input_ids, scores):
+        scores = scores.clone()
+        scores[: self.rows, self.token] = -float("inf")
+        return scores
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        dict(logits_processor=[PlaceInBatch(4, 2)]),  # the first sentence may not end: rows must keep their places
+        dict(cache_implementation="static"),
+        dict(return_dict_in_generate=True),
+    ],
+    ids=["a rule of rows' places", "static cache", "every step's output"],
+)
+def test_beam_search_keeps_every_row_where_dropping_one_would_change_the_output(reversal_model, setting):
+    ids, mask, _ = reversal_batch(seed=3, rows=6, lengths=(3, 10))
+    decoding = dict(num_beams=4, max_new_tokens=14, **setting)
+    full, full_rows = decode(reversal_model, ids, mask, drop=False, **decoding)
+    asked, rows = decode(reversal_model, ids, mask, drop=True, **decoding)
+    if setting.get("return_dict_in_generate"):
+        full, asked = full.sequences, asked.sequences
+    assert torch.equal(asked, full) and rows == full_rows == [24] * len(rows)
+
+
+def test_the_generation_config_turns_dropping_off_and_saves_it(reversal_model, tmp_path):
+    ids, mask, _ = reversal_batch(seed=3, rows=6, lengths=(3, 10))
+    config = reversal_model.generation_config
+    assert config.drop_finished_sentences is True
+    by_default, default_rows = decode(reversal_model, ids, mask, drop=None, num_beams=4)
+    config.drop_finished_sentences = False
+    try:
+        config.save_pretrained(tmp_path)
+        turned_off, rows = decode(reversal_model, ids, mask, drop=None, num_beams=4)
+    finally:
+        config.drop_finished_sentences = True
+    assert torch.equal(turned_off, by_default) and set(rows) == {24} and min(default_rows) < 24
+    assert type(config).from_pretrained(tmp_path).drop_finished_sentences is False
+
+
+def narrowing_cases(generator: torch.Generator):
+    """Rows of 3 beams for 4 sentences over a 3-symbol alphabet (so that stutters and licensed repeats are common),
+    random scores, and each rule built for the 4 sentences."""
+    sources = torch.randint(4, 7, (4, 9), generator=generator)
+    sources[1, 6:] = 0  # padding, which the attention mask leaves out
+    mask = (sources != 0).long()
+    written = torch.cat([torch.ones(12, 1, dtype=torch.long), torch.randint(4, 7, (12, 7), generator=generator)], 1)
+    scores = torch.randn(12, 10, generator=generator)
+    limits = SourceLengthLimitLogitsProcessor(torch.tensor([9, 7, 8, 12]), eos_token_id=2)
+    stutter = SourceLicensedStutterLogitsProcessor(sources, 3, 0, mask)
+    return written, scores, (limits, stutter)
+
+
+@pytest.mark.parametrize("kept", [[0, 2, 3], [3], [1, 2], [3, 1]])
+def test_a_rule_for_the_kept_sentences_scores_their_rows_as_it_does_in_the_whole_batch(kept):
+    """`for_sentences(kept)` on the kept sentences' rows alone gives what the rule gives them in the whole batch; the
+    limits (forced ends) and the stutter rule (blocked tokens) each act on some rows here, so a rule that read
+    another sentence's settings would change them."""
+    written, scores, rules = narrowing_cases(torch.Generator().manual_seed(0))
+    kept = torch.tensor(kept)
+    rows = sentence_rows(kept, 3)
+    for rule in rules:
+        whole = rule(written, scores.clone())
+        assert (~torch.isfinite(whole)).any(-1).sum() not in (0, 12), type(rule).__name__  # acts on some rows
+        assert torch.equal(rule.for_sentences(kept)(written[rows], scores[rows].clone()), whole[rows])
