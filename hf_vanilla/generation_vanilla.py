@@ -273,12 +273,13 @@ def drops_finished_sentences(
     generation_config, logits_processor, stopping_criteria, synced_gpus: bool, model_kwargs: dict
 ) -> bool:
     """Whether beam search may drop a settled sentence from the batch: `drop_finished_sentences` is on, the output is
-    the sequences alone (`return_dict_in_generate` would want every step's full batch), one process decodes alone
-    (with `synced_gpus` every process runs each step), the cache is the dynamic one, and each logits processor and
-    stopping criterion reads rows on its own or can follow the kept sentences (`for_sentences`)."""
+    the sequences alone (`return_dict_in_generate` would want every step's full batch), beams are not sampled (a
+    smaller batch would draw other random numbers than transformers' loop), one process decodes alone (with
+    `synced_gpus` every process runs each step), the cache is the dynamic one, and each logits processor and stopping
+    criterion reads rows on its own or can follow the kept sentences (`for_sentences`)."""
     if not getattr(generation_config, "drop_finished_sentences", True):
         return False
-    if synced_gpus or generation_config.return_dict_in_generate:
+    if synced_gpus or generation_config.return_dict_in_generate or generation_config.do_sample:
         return False
     cache = model_kwargs.get("past_key_values")
     if not isinstance(cache, EncoderDecoderCache):
@@ -583,7 +584,8 @@ class VanillaGenerationMixin(GenerationMixin):
             prompt=prompt,
             beams_to_keep=max(2, 1 + (eos.shape[0] if eos is not None else 0)) * num_beams,
         )
-        outputs = self._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=True)
+        first = not generation_config.is_assistant
+        outputs = self._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=first)
         cur_len = prompt
         while True:
             model_kwargs = self._update_model_kwargs_for_generation(outputs, model_kwargs, is_encoder_decoder=True)
@@ -621,7 +623,7 @@ class VanillaGenerationMixin(GenerationMixin):
             running_beam_indices=beams.running_indices,
             cur_len=cur_len,
             decoder_prompt_len=prompt,
-            do_sample=generation_config.do_sample,
+            do_sample=False,  # never sampled here (`drops_finished_sentences`)
             beams_to_keep=beams_to_keep,
             num_beams=num_beams,
             batch_size=sentences,

@@ -309,3 +309,33 @@ def test_the_ct2_row_needs_the_hf_vanilla_run_of_its_seed(tmp_path, capsys):
         run.main(["--system", "hf_vanilla-ct2", "--seed", "3", "--work-dir", str(tmp_path), "--results-dir",
                   str(tmp_path)])  # fmt: skip
     assert not list(tmp_path.glob("peers-*.json"))
+
+
+def test_the_settled_sentences_benchmark_pairs_both_loops_and_refuses_different_outputs(monkeypatch, capsys, tmp_path):
+    bench = peer_module("settled_sentences")
+    monkeypatch.setattr("sys.argv", ["settled_sentences.py"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--task", "parsing", "--model", str(tmp_path), "--repeats", "0"])
+    refusal = "settled_sentences.py: error: --repeats must be at least 1, got 0"
+    assert capsys.readouterr().err.splitlines()[-1] == refusal
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--task", "parsing", "--model", str(tmp_path)])
+    assert "no config.json there" in capsys.readouterr().err
+    (tmp_path / "config.json").write_text("{}")
+    asked = []
+
+    def fake_decoder(outputs):
+        def decode(drop):
+            asked.append(drop)
+            return outputs[drop]
+
+        return lambda *args: (["a", "b"], decode)
+
+    monkeypatch.setattr(bench, "decoder", fake_decoder({False: ["x", "y"], True: ["x", "y"]}))
+    speeds = bench.main(["--task", "parsing", "--model", str(tmp_path), "--repeats", "3"])
+    # A warm-up of each, then the repeats alternating which loop goes first.
+    assert asked == [False, True, False, True, True, False, False, True]
+    assert [len(s) for s in speeds.values()] == [3, 3] and "ratio of medians" in capsys.readouterr().out
+    monkeypatch.setattr(bench, "decoder", fake_decoder({False: ["x", "y"], True: ["x", "z"]}))
+    with pytest.raises(SystemExit, match="decoded 1 of 2 outputs differently"):
+        bench.main(["--task", "parsing", "--model", str(tmp_path)])

@@ -1,0 +1,80 @@
+"""What dropping settled sentences from beam search's batch saves (`drop_finished_sentences`, on by default): a trained
+model decodes its demo's test split with transformers' loop (off) and with the dropping loop (on), back to back in one
+process, as `run.py` times a run's decoding (`timed_decoding`: the recipe's inputs and settings, parsing under its
+grammar); the outputs must be the same.
+
+    python benchmarks/peers/settled_sentences.py --task parsing --model /tmp/peers/parsing-hf_vanilla-1/run/final
+
+Each repeat decodes with both loops, the first alternating, so a machine's drift falls on both; figures are
+sentences a second, min / median / max over `--repeats`, and the ratio of the medians.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from run import TASKS
+
+LOOPS = {"transformers' loop": False, "dropping settled sentences": True}
+
+
+def decoder(model_folder: Path, task: str, test_limit: int | None):
+    """The task's test inputs, and a function decoding them with the model as the recipe does, with or without
+    dropping settled sentences."""
+    from hf_vanilla import VanillaTransformerForConditionalGeneration
+    from hf_vanilla.decoding import generate_texts
+    from hf_vanilla.tokenization import load_tokenizer
+
+    settings = TASKS[task].settings("demo", True, {})
+    sources, keywords = TASKS[task].test_inputs(settings, test_limit)
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(model_folder)
+    tokenizer = load_tokenizer(model_folder)
+    keywords = {**keywords, **TASKS[task].keywords(settings, tokenizer)}
+
+    def decode(drop: bool) -> list[str]:
+        return generate_texts(model, tokenizer, sources, progress=False, drop_finished_sentences=drop, **keywords)
+
+    return sources, decode
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", choices=TASKS, required=True)
+    parser.add_argument("--model", type=Path, required=True, help="A run's final model folder (its demo's).")
+    parser.add_argument("--test-limit", type=int, help="Decode the test split's first N items only.")
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+    for flag, value in (("--repeats", args.repeats), ("--test-limit", args.test_limit)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be at least 1, got {value}")
+    if not (args.model / "config.json").is_file():
+        parser.error(f"--model {args.model}: no config.json there (a run's final model folder is needed)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict[str, list[float]]:
+    args = parse_args(argv)
+    sources, decode = decoder(args.model, args.task, args.test_limit)
+    outputs = {name: decode(drop) for name, drop in LOOPS.items()}  # warm-up, and the check of the outputs
+    different = sum(a != b for a, b in zip(*outputs.values()))
+    if different:
+        sys.exit(f"settled_sentences: the two loops decoded {different} of {len(sources)} outputs differently")
+    speeds: dict[str, list[float]] = {name: [] for name in LOOPS}
+    for repeat in range(args.repeats):
+        for name in LOOPS if repeat % 2 == 0 else list(LOOPS)[::-1]:
+            start = time.perf_counter()
+            decode(LOOPS[name])
+            speeds[name].append(len(sources) / (time.perf_counter() - start))
+    print(f"\n{args.task}, {args.model}: {len(sources)} test items, the same outputs; {args.repeats} paired repeats")
+    print(f"| {' | '.join(LOOPS)} | ratio of medians |")
+    print("|---|---|---|")
+    cells = " | ".join(f"{min(s):.2f} / {statistics.median(s):.2f} / {max(s):.2f}" for s in speeds.values())
+    medians = [statistics.median(s) for s in speeds.values()]
+    print(f"| {cells} | {medians[1] / medians[0]:.2f} |")
+    return speeds
+
+
+if __name__ == "__main__":
+    main()
