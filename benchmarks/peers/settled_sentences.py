@@ -11,9 +11,10 @@ sentences a second, min / median / max over `--repeats`, and the ratio of the me
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
+
+from hf_vanilla.errors import user_exit
 
 from run import TASKS
 
@@ -60,7 +61,9 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     outputs = {name: decode(drop) for name, drop in LOOPS.items()}  # warm-up, and the check of the outputs
     different = sum(a != b for a, b in zip(*outputs.values()))
     if different:
-        sys.exit(f"settled_sentences: the two loops decoded {different} of {len(sources)} outputs differently")
+        raise user_exit(
+            "settled_sentences", f"the two loops decoded {different} of {len(sources)} outputs differently"
+        )
     speeds: dict[str, list[float]] = {name: [] for name in LOOPS}
     for repeat in range(args.repeats):
         for name in LOOPS if repeat % 2 == 0 else list(LOOPS)[::-1]:
