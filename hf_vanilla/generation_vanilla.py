@@ -578,20 +578,21 @@ class VanillaGenerationMixin(GenerationMixin):
         beams = _Beams.start(input_ids, num_beams, generation_config.max_length, fill)
         kept_aside = beams.select(slice(None))  # each sentence's finished hypotheses, kept in its place
         sentences = torch.arange(batch_size, device=input_ids.device)  # the passed batch's sentences still decoded
+        beams_to_keep = max(2, 1 + (eos.shape[0] if eos is not None else 0)) * num_beams
         search = dict(
             stopping_criteria=stopping_criteria,
             generation_config=generation_config,
             prompt=prompt,
-            beams_to_keep=max(2, 1 + (eos.shape[0] if eos is not None else 0)) * num_beams,
+            # which of the top-k candidates a step keeps are the top num_beams: made once, not a step
+            top_num_beam_mask=torch.arange(beams_to_keep, device=input_ids.device) < num_beams,
         )
         first = not generation_config.is_assistant
         outputs = self._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=first)
-        cur_len = prompt
+        cur_len, flat = prompt, input_ids  # `flat`: the running beams' tokens, the last step's input
         while True:
             model_kwargs = self._update_model_kwargs_for_generation(outputs, model_kwargs, is_encoder_decoder=True)
             logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=input_ids.device)
             del outputs
-            flat = self._flatten_beam_dim(beams.running[:, :, :cur_len])
             log_probs = logits_processor(flat, torch.log_softmax(logits, dim=-1))
             beams, beam_idx, unfinished = self._beam_step(beams, log_probs, cur_len, **search)
             cur_len += 1
@@ -610,11 +611,19 @@ class VanillaGenerationMixin(GenerationMixin):
         return kept_aside.best(prompt, generation_config.num_return_sequences)
 
     def _beam_step(
-        self, beams: "_Beams", log_probs, cur_len: int, stopping_criteria, generation_config, prompt, beams_to_keep
+        self,
+        beams: "_Beams",
+        log_probs,
+        cur_len: int,
+        stopping_criteria,
+        generation_config,
+        prompt,
+        top_num_beam_mask,
     ) -> tuple["_Beams", torch.LongTensor, torch.Tensor]:
         """One step of transformers' beam search from the processed log-probabilities of the running beams: the beams
         after it, the beam reorder (`beam_idx`) and whether transformers' loop would go on (a 0-d bool tensor)."""
         sentences, num_beams = beams.running.shape[0], generation_config.num_beams
+        beams_to_keep = top_num_beam_mask.shape[0]  # candidates a step weighs: 2 * num_beams (one eos)
         early_stopping, length_penalty = generation_config.early_stopping, generation_config.length_penalty
         log_probs = self._unflatten_beam_dim(log_probs, sentences, num_beams) + beams.running_scores[..., None]
         topk_log_probs, topk_sequences, topk_indices = self._get_top_k_continuations(
@@ -647,7 +656,7 @@ class VanillaGenerationMixin(GenerationMixin):
             is_early_stop_heuristic_unsatisfied=beams.open,
             is_sent_finished=beams.finished,
             next_token_hits_stopping_criteria=hits,
-            top_num_beam_mask=torch.arange(beams_to_keep, device=hits.device) < num_beams,
+            top_num_beam_mask=top_num_beam_mask,
             num_beams=num_beams,
             cur_len=cur_len,
             decoder_prompt_len=prompt,

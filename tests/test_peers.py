@@ -325,17 +325,17 @@ def test_the_settled_sentences_benchmark_pairs_both_loops_and_refuses_different_
     asked = []
 
     def fake_decoder(outputs):
-        def decode(drop):
-            asked.append(drop)
-            return outputs[drop]
+        def decode(drop_finished_sentences):
+            asked.append(drop_finished_sentences)
+            return outputs[drop_finished_sentences]
 
         return lambda *args: (["a", "b"], decode)
 
-    monkeypatch.setattr(bench, "decoder", fake_decoder({False: ["x", "y"], True: ["x", "y"]}))
+    monkeypatch.setattr(bench, "recipe_decoding", fake_decoder({False: ["x", "y"], True: ["x", "y"]}))
     speeds = bench.main(["--task", "parsing", "--model", str(tmp_path), "--repeats", "3"])
     # A warm-up of each, then the repeats alternating which loop goes first.
     assert asked == [False, True, False, True, True, False, False, True]
     assert [len(s) for s in speeds.values()] == [3, 3] and "ratio of medians" in capsys.readouterr().out
-    monkeypatch.setattr(bench, "decoder", fake_decoder({False: ["x", "y"], True: ["x", "z"]}))
+    monkeypatch.setattr(bench, "recipe_decoding", fake_decoder({False: ["x", "y"], True: ["x", "z"]}))
     with pytest.raises(SystemExit, match="decoded 1 of 2 outputs differently"):
         bench.main(["--task", "parsing", "--model", str(tmp_path)])

@@ -464,18 +464,12 @@ def ct2_rows() -> list[Row]:
             for name, ours, theirs in CT2_DIFFERENCES]  # fmt: skip
 
 
-def timed_decoding(
-    model_folder: Path,
-    test_limit: int | None,
-    threads: int | None,
-    task: str = "translation",
-    settings: dict | None = None,
-) -> float:
-    """Sentences a second of the final model's beam search (its generation config: the demo's beam) over the task's
-    test split (its first `test_limit` items, read and decoded as the recipe does: `Task.test_inputs`, with
-    `Task.keywords`: parsing's grammar where the settings have it), on `threads` CPU threads."""
-    import torch
-
+def recipe_decoding(
+    model_folder: Path, test_limit: int | None, task: str = "translation", settings: dict | None = None
+) -> tuple[list, Callable[..., list[str]]]:
+    """The task's test split (its first `test_limit` items, read as the recipe does: `Task.test_inputs`) and a function
+    decoding it with the final model's beam search (its generation config: the demo's beam) and the recipe's keywords
+    (`Task.keywords`: parsing's grammar where the settings have it), any `generate()` keywords passed to it added."""
     from hf_vanilla import VanillaTransformerForConditionalGeneration
     from hf_vanilla.decoding import generate_texts
     from hf_vanilla.tokenization import load_tokenizer
@@ -485,10 +479,28 @@ def timed_decoding(
     model = VanillaTransformerForConditionalGeneration.from_pretrained(model_folder)
     tokenizer = load_tokenizer(model_folder)
     keywords = {**keywords, **TASKS[task].keywords(settings, tokenizer)}
+
+    def decode(**generate_kwargs) -> list[str]:
+        return generate_texts(model, tokenizer, sources, progress=False, **keywords, **generate_kwargs)
+
+    return sources, decode
+
+
+def timed_decoding(
+    model_folder: Path,
+    test_limit: int | None,
+    threads: int | None,
+    task: str = "translation",
+    settings: dict | None = None,
+) -> float:
+    """Sentences a second of `recipe_decoding` over the task's test split, on `threads` CPU threads."""
+    import torch
+
+    sources, decode = recipe_decoding(model_folder, test_limit, task, settings)
     if threads:
         torch.set_num_threads(threads)
     start = time.perf_counter()
-    generate_texts(model, tokenizer, sources, progress=False, **keywords)
+    decode()
     return round(len(sources) / (time.perf_counter() - start), 2)
 
 

@@ -1,6 +1,6 @@
 """What dropping settled sentences from beam search's batch saves (`drop_finished_sentences`, on by default): a trained
 model decodes its demo's test split with transformers' loop (off) and with the dropping loop (on), back to back in one
-process, as `run.py` times a run's decoding (`timed_decoding`: the recipe's inputs and settings, parsing under its
+process, as `run.py` times a run's decoding (`recipe_decoding`: the recipe's inputs and settings, parsing under its
 grammar); the outputs must be the same.
 
     python benchmarks/peers/settled_sentences.py --task parsing --model /tmp/peers/parsing-hf_vanilla-1/run/final
@@ -16,28 +16,9 @@ from pathlib import Path
 
 from hf_vanilla.errors import user_exit
 
-from run import TASKS
+from run import TASKS, recipe_decoding
 
 LOOPS = {"transformers' loop": False, "dropping settled sentences": True}
-
-
-def decoder(model_folder: Path, task: str, test_limit: int | None):
-    """The task's test inputs, and a function decoding them with the model as the recipe does, with or without
-    dropping settled sentences."""
-    from hf_vanilla import VanillaTransformerForConditionalGeneration
-    from hf_vanilla.decoding import generate_texts
-    from hf_vanilla.tokenization import load_tokenizer
-
-    settings = TASKS[task].settings("demo", True, {})
-    sources, keywords = TASKS[task].test_inputs(settings, test_limit)
-    model = VanillaTransformerForConditionalGeneration.from_pretrained(model_folder)
-    tokenizer = load_tokenizer(model_folder)
-    keywords = {**keywords, **TASKS[task].keywords(settings, tokenizer)}
-
-    def decode(drop: bool) -> list[str]:
-        return generate_texts(model, tokenizer, sources, progress=False, drop_finished_sentences=drop, **keywords)
-
-    return sources, decode
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,8 +38,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     args = parse_args(argv)
-    sources, decode = decoder(args.model, args.task, args.test_limit)
-    outputs = {name: decode(drop) for name, drop in LOOPS.items()}  # warm-up, and the check of the outputs
+    sources, decode = recipe_decoding(args.model, args.test_limit, args.task)
+    outputs = {
+        name: decode(drop_finished_sentences=drop) for name, drop in LOOPS.items()
+    }  # warm-up, and the check of the outputs
     different = sum(a != b for a, b in zip(*outputs.values()))
     if different:
         raise user_exit(
@@ -68,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     for repeat in range(args.repeats):
         for name in LOOPS if repeat % 2 == 0 else list(LOOPS)[::-1]:
             start = time.perf_counter()
-            decode(LOOPS[name])
+            decode(drop_finished_sentences=LOOPS[name])
             speeds[name].append(len(sources) / (time.perf_counter() - start))
     print(f"\n{args.task}, {args.model}: {len(sources)} test items, the same outputs; {args.repeats} paired repeats")
     print(f"| {' | '.join(LOOPS)} | ratio of medians |")
