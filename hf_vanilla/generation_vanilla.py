@@ -236,9 +236,9 @@ class VanillaDecodingCacheLayer(DynamicLayer):
             self._buffers[2:] = [self._buffers[0].new_empty(shape), self._buffers[1].new_empty(shape)]
         keys, values, spare_keys, spare_values = self._buffers
         beam_idx = beam_idx.to(keys.device)
-        # Whole buffers, contiguous in and out: one block copy a row, faster than gathering the strided views.
-        torch.index_select(keys, 0, beam_idx, out=spare_keys)
-        torch.index_select(values, 0, beam_idx, out=spare_values)
+        # The written positions alone, gathered straight into the spare buffers' (no room to grow copied).
+        torch.index_select(keys[:, :, :length], 0, beam_idx, out=spare_keys[:, :, :length])
+        torch.index_select(values[:, :, :length], 0, beam_idx, out=spare_values[:, :, :length])
         self._buffers = [spare_keys, spare_values, keys, values]
         self.keys, self.values = spare_keys[:, :, :length], spare_values[:, :, :length]
 
@@ -333,7 +333,9 @@ def select_sentences(model_kwargs: dict, processors: LogitsProcessorList, kept: 
 class _Beams:
     """transformers' beam-search tensors for the sentences still decoded (first dimension: sentence): the running
     beams, their scores and beam indices, the finished hypotheses, theirs, whether each is finished, and whether the
-    sentence may still improve (transformers' `is_early_stop_heuristic_unsatisfied`)."""
+    sentence may still improve (transformers' `is_early_stop_heuristic_unsatisfied`). The token rows (and their beam
+    indices) may be narrower than `max_length` (`widen`): a step gathers whole rows, and those positions past the
+    present step hold nothing yet."""
 
     running: torch.Tensor
     running_scores: torch.Tensor
@@ -345,16 +347,16 @@ class _Beams:
     open: torch.Tensor
 
     @classmethod
-    def start(cls, input_ids, num_beams: int, max_length: int, fill: int) -> "_Beams":
-        """The tensors transformers' `_beam_search` starts from, for the batch `input_ids` (beams repeated), `fill`
-        where nothing is written."""
+    def start(cls, input_ids, num_beams: int, width: int, fill: int) -> "_Beams":
+        """The tensors transformers' `_beam_search` starts from, for the batch `input_ids` (beams repeated), token
+        rows `width` long (transformers': `max_length`), `fill` where nothing is written."""
         batch_size, prompt = input_ids.shape[0] // num_beams, input_ids.shape[1]
         device = input_ids.device
-        running = torch.full((batch_size, num_beams, max_length), fill_value=fill, dtype=torch.int64, device=device)
+        running = torch.full((batch_size, num_beams, width), fill_value=fill, dtype=torch.int64, device=device)
         running[:, :, :prompt] = input_ids.view(batch_size, num_beams, prompt)
         running_scores = torch.zeros((batch_size, num_beams), dtype=torch.float, device=device)
         running_scores[:, 1:] = -1e9  # only the first beam's tokens count at the first step
-        indices = torch.full((batch_size, num_beams, max_length - prompt), -1, dtype=torch.int32, device=device)
+        indices = torch.full((batch_size, num_beams, width - prompt), -1, dtype=torch.int32, device=device)
         return cls(
             running=running,
             running_scores=running_scores,
@@ -370,11 +372,21 @@ class _Beams:
         """These tensors for the `kept` sentences (indices into these), copies."""
         return _Beams(*(getattr(self, field.name)[kept].clone() for field in fields(self)))
 
+    def widen(self, width: int, fill: int) -> "_Beams":
+        """These tensors with token rows `width` long: `fill` (beam indices -1) in the new positions."""
+        extra = width - self.running.shape[-1]
+        pad = torch.nn.functional.pad
+        running, sequences = (pad(tokens, (0, extra), value=fill) for tokens in (self.running, self.sequences))
+        running_indices, indices = (pad(rows, (0, extra), value=-1) for rows in (self.running_indices, self.indices))
+        scores = (self.running_scores, self.scores, self.finished, self.open)
+        return _Beams(running, scores[0], running_indices, sequences, scores[1], indices, *scores[2:])
+
     def keep(self, beams: "_Beams", sentences: torch.LongTensor, done: torch.Tensor) -> None:
-        """Writes the finished hypotheses of `beams`' `done` sentences (`sentences`: their places here) in place."""
-        places = sentences[done]
-        self.sequences[places], self.scores[places] = beams.sequences[done], beams.scores[done]
-        self.indices[places] = beams.indices[done]
+        """Writes the finished hypotheses of `beams`' `done` sentences (`sentences`: their places here) in place;
+        their rows may be narrower than these (the rest holds nothing written)."""
+        places, width, steps = sentences[done], beams.sequences.shape[-1], beams.indices.shape[-1]
+        self.sequences[places, :, :width], self.scores[places] = beams.sequences[done], beams.scores[done]
+        self.indices[places, :, :steps] = beams.indices[done]
 
     def best(self, prompt: int, num_return_sequences: int) -> torch.LongTensor:
         """The best `num_return_sequences` finished hypotheses of each sentence, cut after the longest's last token
@@ -575,8 +587,11 @@ class VanillaGenerationMixin(GenerationMixin):
         pad, eos_ids = generation_config.pad_token_id, generation_config.eos_token_id
         first_eos = eos_ids[0] if isinstance(eos_ids, list) else eos_ids
         fill = pad or first_eos if eos is not None else -1
-        beams = _Beams.start(input_ids, num_beams, generation_config.max_length, fill)
-        kept_aside = beams.select(slice(None))  # each sentence's finished hypotheses, kept in its place
+        max_length = generation_config.max_length
+        kept_aside = _Beams.start(input_ids, num_beams, max_length, fill)  # each sentence's finished hypotheses
+        # The running beams' token rows start short and double when a step needs more, as a step's gathers copy them
+        # whole: transformers' rows are `max_length` long at every step (parsing's: the longest source + 300).
+        beams = _Beams.start(input_ids, num_beams, min(max_length, 2 * prompt + 16), fill)
         sentences = torch.arange(batch_size, device=input_ids.device)  # the passed batch's sentences still decoded
         beams_to_keep = max(2, 1 + (eos.shape[0] if eos is not None else 0)) * num_beams
         search = dict(
@@ -594,6 +609,8 @@ class VanillaGenerationMixin(GenerationMixin):
             logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=input_ids.device)
             del outputs
             log_probs = logits_processor(flat, torch.log_softmax(logits, dim=-1))
+            if cur_len >= beams.running.shape[-1]:
+                beams = beams.widen(min(max_length, 2 * cur_len + 1), fill)
             beams, beam_idx, unfinished = self._beam_step(beams, log_probs, cur_len, **search)
             cur_len += 1
             done = beams.settled(early_stopping) | ~unfinished

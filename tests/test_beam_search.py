@@ -71,6 +71,29 @@ def test_a_batch_cut_at_its_length_limit_keeps_the_sentences_it_dropped(reversal
     assert rows[-1] < rows[0] and (full[:, -1] != 2).any() and (full == 2).any(-1).any()
 
 
+def test_the_running_beams_token_rows_widen_as_the_steps_need(reversal_model, monkeypatch):
+    """The running beams' token rows start short and double when a step needs more room (a step's gathers copy them
+    whole): on sources of 15 to 40 symbols, longer than the model learnt, hypotheses of 10 to 54 tokens decode exactly
+    transformers' sequences, fill past each one's end included."""
+    from hf_vanilla import generation_vanilla
+
+    widths, widen = [], generation_vanilla._Beams.widen
+
+    def counting(self, width, fill):
+        widths.append(width)
+        return widen(self, width, fill)
+
+    monkeypatch.setattr(generation_vanilla._Beams, "widen", counting)
+    ids, mask, _ = reversal_batch(seed=3, rows=10, lengths=(15, 40))
+    full, _ = decode(reversal_model, ids, mask, drop=False, num_beams=3, max_new_tokens=60)
+    dropped, rows = decode(reversal_model, ids, mask, drop=True, num_beams=3, max_new_tokens=60)
+    assert torch.equal(dropped, full) and rows[-1] < rows[0]
+    assert widths == [37, 61], widths  # from 18 (1 prompt token: 2 + 16) to 37, then to max_length (1 + 60)
+    written = (full != 2).sum(-1)  # eos is also the fill here (pad id 0: transformers fills with eos)
+    assert written.min() < 18 and ((18 < written) & (written < 37)).any(), written
+    assert 37 < full.shape[1] < 61  # cut after the longest hypothesis, which the beam indices past each end tell
+
+
 class PlaceInBatch(LogitsProcessor):
     """A rule that reads a row's place in the batch: the first `rows` rows may not write `token`."""
 

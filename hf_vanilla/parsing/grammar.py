@@ -164,14 +164,21 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
         if input_ids.shape[0] % self.sentences:
             raise ValueError(f"{input_ids.shape[0]} rows for {self.sentences} sentences.")
         vocabulary, device = self.vocabulary, scores.device
-        allowed = torch.zeros(scores.shape, dtype=torch.bool)
+        # Every token starts masked and the allowed ones (a few dozen a row) get their scores back: no mask the size
+        # of the scores is built or read.
+        processed = torch.full_like(scores, -math.inf)
+
+        def allow(rows: torch.Tensor, tokens: torch.Tensor) -> None:
+            rows, tokens = rows.to(device), tokens.to(device)
+            processed[rows, tokens] = scores[rows, tokens]
+
+        rows = torch.arange(input_ids.shape[0])
         if input_ids.shape[1] == 1:  # the first token: an output opens with a bracket
-            allowed[:, vocabulary.opening_first] = True
-            return scores.masked_fill(~allowed.to(device), -math.inf)
-        sentence = torch.arange(input_ids.shape[0]) // (input_ids.shape[0] // self.sentences)
+            allow(rows[:, None], vocabulary.opening_first[None, :])
+            return processed
+        sentence = rows // (input_ids.shape[0] // self.sentences)
         is_leaf = vocabulary.tag_tokens if self.pieces is None else vocabulary.leaf_tokens
         at = _Prefixes.of(input_ids[:, 1:].cpu(), vocabulary, is_leaf)
-        rows = torch.arange(input_ids.shape[0])
         if self.pieces is None:
             word, place, next_piece = at.leaves, torch.zeros_like(at.leaves), None
         else:
@@ -183,18 +190,20 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
         mid_word = open_ & (place > 0)  # only the word's next piece
         free = open_ & ~mid_word
         leaf = free & (word < words)
-        allowed[~open_, vocabulary.eos_token_id] = True
+        allow(rows[~open_], torch.tensor(vocabulary.eos_token_id))
         if next_piece is not None:
-            allowed[rows[mid_word | leaf], next_piece[mid_word | leaf]] = True
-        else:
-            allowed[leaf[:, None] & vocabulary.tag_tokens] = True
-        allowed[:, vocabulary.opening] |= (leaf & (at.opened < MAX_OPENED_IN_A_ROW))[:, None]
+            allow(rows[mid_word | leaf], next_piece[mid_word | leaf])
+        elif leaf.any():  # any tag token
+            leaf_rows = rows[leaf].to(device)
+            tags = vocabulary.tag_tokens.to(device)
+            processed[leaf_rows] = torch.where(tags, scores[leaf_rows], processed[leaf_rows])
+        allow(rows[leaf & (at.opened < MAX_OPENED_IN_A_ROW)][:, None], vocabulary.opening[None, :])
         closes = free & at.holds_word & ((at.depth > 1) | (word == words))
-        allowed[rows[closes], vocabulary.closing[at.label[closes]]] = True
-        processed = scores.masked_fill(~allowed.to(device), -math.inf)
+        allow(rows[closes], vocabulary.closing[at.label[closes]])
         if next_piece is not None and leaf.any():
             leaf_rows = rows[leaf].to(device)
-            sums = torch.logsumexp(scores[leaf_rows][:, vocabulary.leaf_tokens.to(device)], dim=-1)
+            leaf_tokens = vocabulary.leaf_tokens.nonzero()[:, 0].to(device)
+            sums = torch.logsumexp(scores.index_select(0, leaf_rows).index_select(1, leaf_tokens), dim=-1)
             processed[leaf_rows, next_piece[leaf].to(device)] = sums
         return processed
 
