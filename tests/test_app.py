@@ -355,6 +355,7 @@ def test_the_app_command_prints_its_address_as_soon_as_it_serves(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # a SIGABRT prints every thread's stack
     )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in server.stdout], daemon=True).start()
@@ -368,6 +369,12 @@ def test_the_app_command_prints_its_address_as_soon_as_it_serves(tmp_path):
         server.send_signal(signal.SIGINT)
         try:
             server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.send_signal(signal.SIGABRT)
+            server.wait(timeout=30)
+            time.sleep(1)  # the reader thread's last lines
+            printed = "".join(lines.get() for _ in range(lines.qsize()))
+            pytest.fail(f"still running 60 s after Ctrl-C; its output since it served, stacks last:\n{printed}")
         finally:
             server.kill()  # none left serving, whatever failed (nothing to do once it has exited)
     assert server.returncode is not None and not _answers(url)

@@ -339,3 +339,21 @@ def test_the_settled_sentences_benchmark_pairs_both_loops_and_refuses_different_
     monkeypatch.setattr(bench, "recipe_decoding", fake_decoder({False: ["x", "y"], True: ["x", "z"]}))
     with pytest.raises(SystemExit, match="decoded 1 of 2 outputs differently"):
         bench.main(["--task", "parsing", "--model", str(tmp_path)])
+
+
+def test_the_split_decoding_benchmark_prints_its_speed_and_a_digest_of_the_outputs(monkeypatch, capsys, tmp_path):
+    bench = peer_module("decode_split")
+    monkeypatch.setattr("sys.argv", ["decode_split.py"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--task", "parsing", "--model", str(tmp_path), "--test-limit", "0"])
+    assert capsys.readouterr().err.splitlines()[-1] == "decode_split.py: error: --test-limit must be at least 1, got 0"
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--task", "parsing", "--model", str(tmp_path)])
+    assert "no config.json there" in capsys.readouterr().err
+    (tmp_path / "config.json").write_text("{}")
+    decoded = {"outputs": ["(S x )S", "(S y )S"]}
+    monkeypatch.setattr(bench, "recipe_decoding", lambda *args: (["x", "y"], lambda: decoded["outputs"]))
+    speed, digest = bench.main(["--task", "parsing", "--model", str(tmp_path)])
+    assert speed > 0 and f"outputs {digest}" in capsys.readouterr().out
+    decoded["outputs"] = ["(S x )S", "(S z )S"]
+    assert bench.main(["--task", "parsing", "--model", str(tmp_path)])[1] != digest

@@ -1,0 +1,46 @@
+"""One timed decoding of a demo's test split by the hf_vanilla that Python imports, as `run.py` times a run's
+decoding (`recipe_decoding`: the recipe's inputs and settings, parsing under its grammar): sentences a second and a
+digest of the outputs, to compare two checkouts on the same model, alternated as whole processes:
+
+    PYTHONPATH=CHECKOUT python CHECKOUT/benchmarks/peers/decode_split.py --task parsing --model FOLDER
+
+The same digest means the same outputs, one per line, in test-split order.
+"""
+
+import argparse
+import hashlib
+import time
+from pathlib import Path
+
+import hf_vanilla
+
+from run import TASKS, recipe_decoding
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", choices=TASKS, required=True)
+    parser.add_argument("--model", type=Path, required=True, help="A run's final model folder (its demo's).")
+    parser.add_argument("--test-limit", type=int, help="Decode the test split's first N items only.")
+    args = parser.parse_args(argv)
+    if args.test_limit is not None and args.test_limit < 1:
+        parser.error(f"--test-limit must be at least 1, got {args.test_limit}")
+    if not (args.model / "config.json").is_file():
+        parser.error(f"--model {args.model}: no config.json there (a run's final model folder is needed)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> tuple[float, str]:
+    args = parse_args(argv)
+    sources, decode = recipe_decoding(args.model, args.test_limit, args.task)
+    start = time.perf_counter()
+    outputs = decode()
+    seconds = time.perf_counter() - start
+    digest = hashlib.sha256("\n".join(outputs).encode()).hexdigest()[:12]
+    checkout = Path(hf_vanilla.__file__).resolve().parent.parent
+    print(f"{checkout} {args.task}: {len(sources) / seconds:.2f} sentences/s ({seconds:.1f} s), outputs {digest}")
+    return len(sources) / seconds, digest
+
+
+if __name__ == "__main__":
+    main()
