@@ -378,8 +378,9 @@ class _Beams:
         pad = torch.nn.functional.pad
         running, sequences = (pad(tokens, (0, extra), value=fill) for tokens in (self.running, self.sequences))
         running_indices, indices = (pad(rows, (0, extra), value=-1) for rows in (self.running_indices, self.indices))
-        scores = (self.running_scores, self.scores, self.finished, self.open)
-        return _Beams(running, scores[0], running_indices, sequences, scores[1], indices, *scores[2:])
+        return _Beams(
+            running, self.running_scores, running_indices, sequences, self.scores, indices, self.finished, self.open
+        )
 
     def keep(self, beams: "_Beams", sentences: torch.LongTensor, done: torch.Tensor) -> None:
         """Writes the finished hypotheses of `beams`' `done` sentences (`sentences`: their places here) in place;

@@ -356,6 +356,9 @@ def test_the_app_command_prints_its_address_as_soon_as_it_serves(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # a SIGABRT prints every thread's stack
+        # Ctrl-C as a terminal delivers it: a test run started in the background (`cmd &` in a script) ignores
+        # SIGINT, and a child inherits that, so the server would never see the SIGINT below.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in server.stdout], daemon=True).start()
