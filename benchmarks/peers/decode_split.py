@@ -14,20 +14,11 @@ from pathlib import Path
 
 import hf_vanilla
 
-from run import TASKS, recipe_decoding
+from run import decoding_args, recipe_decoding
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", choices=TASKS, required=True)
-    parser.add_argument("--model", type=Path, required=True, help="A run's final model folder (its demo's).")
-    parser.add_argument("--test-limit", type=int, help="Decode the test split's first N items only.")
-    args = parser.parse_args(argv)
-    if args.test_limit is not None and args.test_limit < 1:
-        parser.error(f"--test-limit must be at least 1, got {args.test_limit}")
-    if not (args.model / "config.json").is_file():
-        parser.error(f"--model {args.model}: no config.json there (a run's final model folder is needed)")
-    return args
+    return decoding_args(__doc__, argv)
 
 
 def main(argv: list[str] | None = None) -> tuple[float, str]:

@@ -486,6 +486,25 @@ def recipe_decoding(
     return sources, decode
 
 
+def decoding_args(description: str, argv: list[str] | None, repeats: int | None = None) -> argparse.Namespace:
+    """The arguments of a benchmark that decodes a run's final model over its demo's test split (`recipe_decoding`):
+    `--task`, `--model` (a folder holding config.json), `--test-limit`, and `--repeats` (default `repeats`) where
+    `repeats` is given; each count at least 1."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", choices=TASKS, required=True)
+    parser.add_argument("--model", type=Path, required=True, help="A run's final model folder (its demo's).")
+    parser.add_argument("--test-limit", type=int, help="Decode the test split's first N items only.")
+    if repeats is not None:
+        parser.add_argument("--repeats", type=int, default=repeats)
+    args = parser.parse_args(argv)
+    for flag, value in (("--repeats", getattr(args, "repeats", None)), ("--test-limit", args.test_limit)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be at least 1, got {value}")
+    if not (args.model / "config.json").is_file():
+        parser.error(f"--model {args.model}: no config.json there (a run's final model folder is needed)")
+    return args
+
+
 def timed_decoding(
     model_folder: Path,
     test_limit: int | None,

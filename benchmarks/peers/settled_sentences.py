@@ -12,28 +12,16 @@ sentences a second, min / median / max over `--repeats`, and the ratio of the me
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 from hf_vanilla.errors import user_exit
 
-from run import TASKS, recipe_decoding
+from run import decoding_args, recipe_decoding
 
 LOOPS = {"transformers' loop": False, "dropping settled sentences": True}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", choices=TASKS, required=True)
-    parser.add_argument("--model", type=Path, required=True, help="A run's final model folder (its demo's).")
-    parser.add_argument("--test-limit", type=int, help="Decode the test split's first N items only.")
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args(argv)
-    for flag, value in (("--repeats", args.repeats), ("--test-limit", args.test_limit)):
-        if value is not None and value < 1:
-            parser.error(f"{flag} must be at least 1, got {value}")
-    if not (args.model / "config.json").is_file():
-        parser.error(f"--model {args.model}: no config.json there (a run's final model folder is needed)")
-    return args
+    return decoding_args(__doc__, argv, repeats=2)
 
 
 def main(argv: list[str] | None = None) -> dict[str, list[float]]:
