@@ -1,7 +1,8 @@
 """The paper's decoding rules beside the model, for `generate()`: the GNMT length penalty, each sentence's own maximum
 output length (source length + an offset), a summarizer's rule against sub-word stutters, a pointer-generator's
-whole-word copying, the decoder's self-attention cache while decoding, and a beam search that drops a sentence from
-the batch once no later step can change it (the sequences of transformers' loop, from fewer rows).
+whole-word copying, the decoder's self-attention cache while decoding, a sentence's beams sharing one row of its
+encoder output (and its cross-attention keys and values), and a beam search that drops a sentence from the batch once
+no later step can change it (the sequences of transformers' loop, from fewer rows).
 
 `VanillaGenerationMixin` is transformers' `GenerationMixin` with them: its `generate()` reads each setting from its
 keyword arguments or the generation config and hands it on as an argument (a logits processor, a model keyword
@@ -291,36 +292,61 @@ def drops_finished_sentences(
     return followed and all(type(criterion) in _ROW_WISE_CRITERIA for criterion in stopping_criteria)
 
 
+# `generate()`'s model keyword arguments that hold one row a source, repeated for each of its beams by transformers.
+SOURCE_KWARGS = ("encoder_outputs", "attention_mask", "source_ids")
+
+
+def share_source_rows(model_kwargs: dict, copies: int) -> None:
+    """Keeps one row a source of the encoder's output, its attention mask and a pointer-generator's source ids, in
+    place, where transformers repeated each source for its `copies` consecutive rows (beams, returned sequences): the
+    decoder's cross-attention then computes and caches a source's keys and values once, and its rows attend over them
+    together (`modeling_vanilla.share_source`), where each beam would have computed, cached and read its own copy."""
+    if copies < 2:
+        return
+    for name in SOURCE_KWARGS:
+        value = model_kwargs.get(name)
+        if isinstance(value, torch.Tensor):
+            model_kwargs[name] = value[::copies].contiguous()
+        elif isinstance(value, ModelOutput):
+            model_kwargs[name] = type(value)(
+                **{key: v[::copies].contiguous() if isinstance(v, torch.Tensor) else v for key, v in value.items()}
+            )
+
+
 def sentence_rows(sentences: torch.LongTensor, num_beams: int) -> torch.LongTensor:
     """The rows of `sentences` in a batch of `num_beams` consecutive rows a sentence."""
     beams = torch.arange(num_beams, device=sentences.device)
     return (sentences[:, None] * num_beams + beams).flatten()
 
 
-def _select(value, rows: torch.LongTensor, total: int):
-    """`value` (a tensor, or a tuple or model output of them) cut to `rows` where its first dimension is the batch's
-    `total` rows; anything else as it is."""
+def _select(value, picks: dict[int, torch.LongTensor]):
+    """`value` (a tensor, or a tuple or model output of them) cut to `picks[n]` where its first dimension is n (the
+    batch's rows, or its sentences); anything else as it is."""
     if isinstance(value, torch.Tensor):
-        return value.index_select(0, rows.to(value.device)) if value.dim() and value.shape[0] == total else value
+        picked = picks.get(value.shape[0]) if value.dim() else None
+        return value if picked is None else value.index_select(0, picked.to(value.device))
     if isinstance(value, ModelOutput):
-        return type(value)(**{name: _select(field, rows, total) for name, field in value.items()})
+        return type(value)(**{name: _select(field, picks) for name, field in value.items()})
     if isinstance(value, tuple):
-        return tuple(_select(item, rows, total) for item in value)
+        return tuple(_select(item, picks) for item in value)
     return value
 
 
-def select_sentences(model_kwargs: dict, processors: LogitsProcessorList, kept: torch.LongTensor, num_beams: int):
+def select_sentences(
+    model_kwargs: dict, processors: LogitsProcessorList, kept: torch.LongTensor, sentences: int, num_beams: int
+):
     """The model keyword arguments and logits processors of a beam search for the `kept` sentences only (indices
-    into the batch's): per-row tensors (the encoder's output, the attention mask, a pointer-generator's source ids)
-    and the cross-attention cache cut to their rows, each processor's `for_sentences` (or itself, when it reads rows
-    on their own). The self-attention cache is left to the beam reorder, which gathers the kept beams anyway."""
+    into the batch's `sentences`): per-row tensors cut to the kept beams' rows, and those of one row a sentence (the
+    encoder's output, its attention mask, a pointer-generator's source ids: `share_source_rows`, or a row a beam
+    where they were not shared) and the cross-attention cache to the kept sentences' rows; each processor's
+    `for_sentences` (or itself, when it reads rows on their own). The self-attention cache is left to the beam
+    reorder, which gathers the kept beams anyway."""
     cache = model_kwargs["past_key_values"]
-    total = cache.cross_attention_cache.layers[0].keys.shape[0]
-    rows = sentence_rows(kept, num_beams)
+    picks = {sentences: kept, sentences * num_beams: sentence_rows(kept, num_beams)}  # the same where num_beams is 1
     for layer in cache.cross_attention_cache.layers:
-        layer.reorder_cache(rows)
+        layer.reorder_cache(picks[layer.keys.shape[0]])
     model_kwargs = {
-        name: value if name in VOCABULARY_KWARGS or name == "past_key_values" else _select(value, rows, total)
+        name: value if name in VOCABULARY_KWARGS or name == "past_key_values" else _select(value, picks)
         for name, value in model_kwargs.items()
     }
     processors = LogitsProcessorList(
@@ -560,6 +586,9 @@ class VanillaGenerationMixin(GenerationMixin):
         self_attention = cache.self_attention_cache
         if all(type(layer) is DynamicLayer for layer in self_attention.layers):
             self_attention.layers = [VanillaDecodingCacheLayer(max_cache_length) for _ in self_attention.layers]
+        copies = max(generation_config.num_beams or 1, generation_config.num_return_sequences or 1)
+        if type(cache.cross_attention_cache) is DynamicCache and not generation_config.return_dict_in_generate:
+            share_source_rows(model_kwargs, copies)
 
     def _beam_search(
         self, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus=False, **model_kwargs
@@ -621,7 +650,9 @@ class VanillaGenerationMixin(GenerationMixin):
                 if not len(kept):
                     break
                 beam_idx = beam_idx.view(len(sentences), num_beams)[kept].flatten()
-                model_kwargs, logits_processor = select_sentences(model_kwargs, logits_processor, kept, num_beams)
+                model_kwargs, logits_processor = select_sentences(
+                    model_kwargs, logits_processor, kept, len(sentences), num_beams
+                )
                 beams, sentences = beams.select(kept), sentences[kept]
             model_kwargs["past_key_values"] = self._reorder_cache(model_kwargs["past_key_values"], beam_idx)
             flat = self._flatten_beam_dim(beams.running[:, :, :cur_len])
@@ -703,9 +734,10 @@ class VanillaGenerationMixin(GenerationMixin):
 
     def _reorder_cache(self, past_key_values: EncoderDecoderCache, beam_idx: torch.LongTensor) -> EncoderDecoderCache:
         """Beam search's step to the chosen beams: only the self-attention cache is gathered. `beam_idx` maps each
-        beam to a beam of the same sentence, whose cross-attention keys and values are the same (one source
-        repeated num_beams times), so gathering them (what `EncoderDecoderCache.reorder_cache` does, 12 copies of
-        the whole cross-attention cache a step for Transformer-base) would change nothing."""
+        beam to a beam of the same sentence, whose cross-attention keys and values are the same (cached once for the
+        sentence, `share_source_rows`, or repeated num_beams times), so gathering them (what
+        `EncoderDecoderCache.reorder_cache` does, 12 copies of the whole cross-attention cache a step for
+        Transformer-base) would change nothing."""
         past_key_values.self_attention_cache.reorder_cache(beam_idx)
         return past_key_values
 

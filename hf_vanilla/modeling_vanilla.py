@@ -111,10 +111,22 @@ def eager_attention_forward(
     return attn_output, attn_weights
 
 
+def share_source(hidden_states: torch.Tensor, sources: int) -> torch.Tensor:
+    """A decoder batch of k consecutive rows a source (beams, or sequences returned per input, as `generate()` repeats
+    them) as `sources` rows of k times the positions: cross-attention treats each query position on its own, so the k
+    rows of one source attend over its keys and values, computed and cached once, as one query of k x target length
+    positions. Returns `hidden_states` itself where there is one row a source. The rows must divide among the sources
+    (`VanillaDecoder` checks it)."""
+    if hidden_states.shape[0] == sources:
+        return hidden_states
+    return hidden_states.reshape(sources, -1, hidden_states.shape[-1])
+
+
 class VanillaAttention(nn.Module):
     """Multi-head attention (section 3.2.2) with h heads of d_k = d_model / h. Self-attention projects Q, K and V
     with one fused matrix; cross-attention projects Q from the decoder and K, V (fused) once from the encoder output,
-    which the cache keeps for every later decoding step. With `returns_weights`, it always computes its attention
+    which the cache keeps for every later decoding step, and which a source's consecutive decoder rows (its beams)
+    share (`share_source`). With `returns_weights`, it always computes its attention
     weights (eager attention, whatever the model's implementation): a pointer-generator copies with them."""
 
     def __init__(
@@ -155,7 +167,6 @@ class VanillaAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         input_shape = hidden_states.shape[:-1]
         if self.is_cross_attention:
-            query_states = self._split_heads(self.q_proj(hidden_states))
             cache = past_key_values.cross_attention_cache if past_key_values is not None else None
             if cache is not None and past_key_values.is_updated.get(self.layer_idx):
                 key_states = cache.layers[self.layer_idx].keys
@@ -166,6 +177,9 @@ class VanillaAttention(nn.Module):
                 if cache is not None:
                     key_states, value_states = cache.update(key_states, value_states, self.layer_idx)
                     past_key_values.is_updated[self.layer_idx] = True
+            # The rows of one source (its beams) attend as one longer query over its keys and values (`share_source`).
+            hidden_states = share_source(hidden_states, key_states.shape[0])
+            query_states = self._split_heads(self.q_proj(hidden_states))
         else:
             query_states, key_states, value_states = (
                 self._split_heads(states) for states in self.qkv_proj(hidden_states).chunk(3, dim=-1)
@@ -193,8 +207,12 @@ class VanillaAttention(nn.Module):
             scaling=self.scaling,
             **kwargs,
         )
-        attn_output = self.out_proj(attn_output.reshape(*input_shape, -1).contiguous())
-        return attn_output, attn_weights
+        attn_output = self.out_proj(attn_output.reshape(*hidden_states.shape[:-1], -1).contiguous())
+        if attn_weights is not None and attn_weights.shape[0] != input_shape[0]:  # sources' rows back to the batch's
+            sources, heads, _, keys = attn_weights.shape
+            attn_weights = attn_weights.view(sources, heads, -1, input_shape[1], keys).transpose(1, 2)
+            attn_weights = attn_weights.reshape(input_shape[0], heads, input_shape[1], keys)
+        return attn_output.view(*input_shape, -1), attn_weights
 
 
 class VanillaFeedForward(nn.Module):
@@ -480,6 +498,12 @@ class VanillaDecoder(VanillaPreTrainedModel):
                 f"attention_mask has shape {tuple(encoder_attention_mask.shape)} but the encoder input has shape "
                 f"{tuple(encoder_hidden_states.shape[:2])}: they must match."
             )
+        if inputs_embeds.shape[0] % encoder_hidden_states.shape[0]:
+            raise ValueError(
+                f"The decoder's {inputs_embeds.shape[0]} rows do not divide among the encoder output's "
+                f"{encoder_hidden_states.shape[0]}: pass one encoder row a decoder row, or k consecutive decoder rows "
+                "a source (its beams)."
+            )
         if use_cache and past_key_values is None:
             past_key_values = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
         length = inputs_embeds.shape[1]
@@ -525,8 +549,8 @@ class VanillaDecoder(VanillaPreTrainedModel):
             attention_mask=attention_mask,
             past_key_values=cache.self_attention_cache if cache is not None else None,
         )
-        source = dict(
-            inputs_embeds=hidden_states,
+        source = dict(  # the queries as cross-attention sees them (`share_source`)
+            inputs_embeds=share_source(hidden_states, encoder_hidden_states.shape[0]),
             attention_mask=encoder_attention_mask,
             encoder_hidden_states=encoder_hidden_states,
         )
@@ -791,7 +815,8 @@ class VanillaPointerGenerator(nn.Module):
         allowed: torch.Tensor | None = None,
     ) -> "CopyMixture":
         """The final distribution (`CopyMixture`: log P(w), float32 of shape (batch, target length, vocab); p_gen;
-        a'_t) from the vocabulary logits, the attention a_t (batch x target x source), h, s_t, x_t and the source ids.
+        a'_t) from the vocabulary logits, the attention a_t (batch x target x source), h (one row a source, which k
+        consecutive rows of the batch may share: `share_source`), s_t, x_t and the source ids (one row a batch row).
         With `allowed` (batch x target x source, bool), each position copies only from the source positions it allows
         (whole-word copying: `whole_word_copy_positions`).
 
@@ -807,7 +832,9 @@ class VanillaPointerGenerator(nn.Module):
                 f"The pointer-generator copies from input_ids of shape {tuple(source_ids.shape)}, but the decoder "
                 f"attended over {tuple(attention.shape[::2])} encoder positions: pass the source's input_ids."
             )
-        context = torch.matmul(attention, encoder_hidden_states)  # c_t
+        # c_t; where k consecutive rows share a source's encoder output (beams: `share_source`), as its k rows
+        context = torch.matmul(share_source(attention, len(encoder_hidden_states)), encoder_hidden_states)
+        context = context.view(*attention.shape[:-1], -1)
         # w_c . c_t + w_s . s_t + w_x . x_t + b
         p_gen_logit = self.gate(torch.cat([context, decoder_hidden_states, decoder_embeddings], dim=-1))
         p_gen_logit = p_gen_logit.squeeze(-1).float()
@@ -1081,7 +1108,9 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Vanilla
     ) -> "CopyMixture":
         """The pointer-generator's final distribution at the `kept` decoder positions, whole-word with
         `word_continuation_mask` (which reads the decoder input ids: the token each position has just read)."""
-        allowed = None
+        allowed, rows = None, vocab_logits.shape[0]
+        if rows != len(input_ids):  # k rows a source (beams, `share_source`): its ids for each
+            input_ids = input_ids.repeat_interleave(rows // len(input_ids), dim=0)
         if word_continuation_mask is not None:
             if decoder_input_ids is None:
                 raise ValueError(
