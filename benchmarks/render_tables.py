@@ -203,33 +203,46 @@ def peer_row(task: str, system: str, runs: list[dict]) -> list[str]:
     ]
 
 
-def peers_block() -> str:
-    """benchmarks/peers/run.py: each task's systems on the same data, pieces and budget, over their seeds."""
-    records = peer_records()
-    if not records:
-        return wrapped("No full run is recorded yet.")
+def machine(record: dict) -> str:
+    """The machine a peer record ran on, as the peers tables name it: its CPU model (where recorded), architecture
+    and threads."""
+    device = record["device"]
+    model = device.get("cpu_model") or "a CPU whose model the record does not name"
+    return f"{model}, {device['processor']}, {device['threads'] or 'torch default'} threads of {device['cpu_count']}"
+
+
+def peer_rows(records: list[dict]) -> list[list[str]]:
+    """One row a task and system (`peer_row`), hf_vanilla's first in each task."""
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in sorted(
         records, key=lambda r: (PEER_TASKS.index(r["task"]), not r["system"].startswith("hf_vanilla"), r["system"])
     ):
         scale = r.get("resolved_settings", {}).get("peer_lr_scale")
         groups.setdefault((r["task"], r["system"] + (f" (lr_scale {scale:g})" if scale else "")), []).append(r)
-    rows = [peer_row(task, system, runs) for (task, system), runs in groups.items()]
-    devices = sorted({f"{r['device']['processor']}, {r['device']['threads'] or 'torch default'} threads of "
-                      f"{r['device']['cpu_count']}" for r in records})  # fmt: skip
+    return [peer_row(task, system, runs) for (task, system), runs in groups.items()]
+
+
+def peers_block() -> str:
+    """benchmarks/peers/run.py: each task's systems on the same data, pieces and budget, over their seeds; one table a
+    machine (`machine`), the one with the most runs first, as speeds compare on one machine only."""
+    records = peer_records()
+    if not records:
+        return wrapped("No full run is recorded yet.")
+    machines: dict[str, list[dict]] = {}
+    for r in records:
+        machines.setdefault(machine(r), []).append(r)
     header = ["task", "system", "seeds", "quality: mean (min-max)", "training tokens/s", "wall (min)",
               "decoding sentences/s", "peak RSS (MiB)"]  # fmt: skip
-    return (
-        wrapped(
-            f"`benchmarks/results/peers-*.json` ({len(records)} runs; {'; '.join(devices)}; each run's command and "
-            "settings table are in its record). Quality on the demo's test split with this project's scorers; "
-            "training tokens/s as each record's `train_tokens_per_s_basis` says; decoding at the demo's beam over the "
-            "test split; mean over seeds (least-greatest); the speeds and wall time of idle runs only (a record's "
-            "`machine_shared`: its 15-minute load average above its own threads):"
-        )
-        + "\n"
-        + table(header, rows)
+    text = wrapped(
+        f"`benchmarks/results/peers-*.json` ({len(records)} runs; each run's command and settings table are in its "
+        "record), one table a machine: speeds compare within a table only. Quality on the demo's test split with "
+        "this project's scorers; training tokens/s as each record's `train_tokens_per_s_basis` says; decoding at the "
+        "demo's beam over the test split; mean over seeds (least-greatest); the speeds and wall time of idle runs "
+        "only (a record's `machine_shared`: its 15-minute load average above its own threads)."
     )
+    for name, runs in sorted(machines.items(), key=lambda item: -len(item[1])):
+        text += "\n" + wrapped(f"On {name} ({len(runs)} runs):") + "\n" + table(header, peer_rows(runs))
+    return text
 
 
 GPU_TRAINING = {

@@ -153,7 +153,7 @@ def test_a_record_holds_every_figure_and_is_refused_without_one(tmp_path):
         "decode_sentences_per_s": 5.0,
         "wall_s": 60.0,
         "peak_rss_mb": 700.0,
-        "device": record_module.device(2),
+        "device": {**record_module.device(2), "cpu_model": None},  # named apart by the CPU model: see below
         "settings": [{"setting": "beam", "hf_vanilla": "4", "peer": "--beam 4", "note": "", "matched": True}],
         "command": "python benchmarks/peers/run.py --task translation --system fairseq --seed 1",
     }
@@ -218,6 +218,10 @@ def test_a_peer_s_tuned_rate_reaches_its_flags_its_table_and_its_record_name(mon
         record_module.record_path(tmp_path, record, day).name
         == "peers-translation-fairseq-lr_scale0.25-seed1-2026-11-27.json"
     )
+    record["device"] = {"processor": "x86_64", "cpu_model": "AMD EPYC 7B13 (2 cores)"}
+    assert record_module.record_path(tmp_path, record, day).name == (
+        "peers-translation-fairseq-lr_scale0.25-seed1-2026-11-27-amd-epyc-7b13-2-cores.json"
+    )
     monkeypatch.setattr("sys.argv", ["run.py"])
     for refused in (
         ["--system", "hf_vanilla", "--peer-lr-scale", "0.5"],
@@ -277,6 +281,47 @@ def test_the_peers_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path
         "| translation | sockeye (lr_scale 0.25) | 1 | sacreBLEU 19.00 | 10.0 | 1.0 | 1.00 | 500 |",
         "| translation | sockeye | 1 | sacreBLEU 18.00 | shared machine | shared machine | shared machine | 900 |",
     ]
+
+
+def test_the_peers_tables_keep_each_machines_speeds_apart(tmp_path, monkeypatch):
+    """Runs of one system on two CPU models are two rows, one in each machine's table (the one with more runs first):
+    their qualities and speeds are never averaged together; a record without a CPU model has a table of its own."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    for seed, model, speed in ((1, "Intel Xeon", 1000.0), (2, "Intel Xeon", 1200.0), (3, "AMD EPYC", 2000.0),
+                               (4, None, 10.0)):  # fmt: skip
+        record = {"task": "translation", "system": "hf_vanilla", "seed": seed, "quality": {"metric": "sacrebleu",
+                  "value": 20.0 + seed}, "train_tokens_per_s": speed, "decode_sentences_per_s": speed / 100,
+                  "wall_s": 60.0, "peak_rss_mb": 500.0, "device": {"processor": "x86_64", "threads": None,
+                  "cpu_count": 2, **({"cpu_model": model} if model else {})}}  # fmt: skip
+        (tmp_path / f"peers-translation-hf_vanilla-seed{seed}.json").write_text(json.dumps(record))
+    block = render_tables.peers_block()
+    headings = [line for line in block.splitlines() if line.startswith("On ")]
+    assert headings == [
+        "On Intel Xeon, x86_64, torch default threads of 2 (2 runs):",
+        "On AMD EPYC, x86_64, torch default threads of 2 (1 runs):",
+        "On a CPU whose model the record does not name, x86_64, torch default threads of 2 (1 runs):",
+    ]
+    rows = [line for line in block.splitlines() if line.startswith("| translation")]
+    assert rows == [
+        "| translation | hf_vanilla | 1, 2 | sacreBLEU 21.50 (21.00-22.00) | 1,100.0 (1,000.0-1,200.0) "
+        "| 1.0 (1.0-1.0) | 11.00 (10.00-12.00) | 500 |",
+        "| translation | hf_vanilla | 3 | sacreBLEU 23.00 | 2,000.0 | 1.0 | 20.00 | 500 |",
+        "| translation | hf_vanilla | 4 | sacreBLEU 24.00 | 10.0 | 1.0 | 0.10 | 500 |",
+    ]
+
+
+def test_a_record_names_its_cpu_model_where_linux_reports_it(tmp_path, monkeypatch):
+    record_module = peer_module("peer_record")
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\nprocessor\t: 1\n")
+    real_path = record_module.Path
+    monkeypatch.setattr(record_module, "Path", lambda name: cpuinfo if name == "/proc/cpuinfo" else real_path(name))
+    assert record_module.device(None)["cpu_model"] == "AMD EPYC 7B13"
+    cpuinfo.unlink()
+    assert record_module.device(2)["cpu_model"] is None
 
 
 def test_a_run_beside_other_work_is_marked_shared(monkeypatch):

@@ -4,6 +4,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import resource
 from pathlib import Path
 
@@ -36,10 +37,21 @@ def peak_own_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name as Linux reports it (/proc/cpuinfo's first `model name`), None where it does not."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return None
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name") and ":" in line]
+    return names[0] if names else None
+
+
 def device(threads: int | None) -> dict:
-    """Where the run ran: CPU, the cores it may use and the machine's."""
-    return {"kind": "cpu", "processor": platform.processor() or platform.machine(), "threads": threads,
-            "cpu_count": os.cpu_count()}  # fmt: skip
+    """Where the run ran: CPU (its model: speeds compare on one model only), the cores it may use and the
+    machine's."""
+    return {"kind": "cpu", "processor": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
+            "threads": threads, "cpu_count": os.cpu_count()}  # fmt: skip
 
 
 def machine_load(threads: int | None) -> dict:
@@ -79,10 +91,14 @@ def tuned_suffix(settings: dict) -> str:
 
 
 def record_path(folder: Path, record: dict, day: datetime.date | None = None) -> Path:
-    """`folder/peers-<task>-<system>[-lr_scale<X>]-seed<S>-<date>.json` (`tuned_suffix`)."""
+    """`folder/peers-<task>-<system>[-lr_scale<X>]-seed<S>-<date>[-<cpu model>].json` (`tuned_suffix`; the CPU model
+    where the record names it, in lower case and dashes): a run again on the same machine and day replaces its
+    record, a run on another machine has its own."""
     day = day or datetime.date.today()
     system = record["system"] + tuned_suffix(record.get("resolved_settings", {}))
-    return Path(folder) / f"peers-{record['task']}-{system}-seed{record['seed']}-{day.isoformat()}.json"
+    model = re.sub(r"[^a-z0-9]+", "-", (record.get("device", {}).get("cpu_model") or "").lower()).strip("-")
+    name = f"peers-{record['task']}-{system}-seed{record['seed']}-{day.isoformat()}" + (f"-{model}" if model else "")
+    return Path(folder) / f"{name}.json"
 
 
 def write_record(record: dict, folder: Path = RESULTS) -> Path:
