@@ -292,27 +292,6 @@ def drops_finished_sentences(
     return followed and all(type(criterion) in _ROW_WISE_CRITERIA for criterion in stopping_criteria)
 
 
-# `generate()`'s model keyword arguments that hold one row a source, repeated for each of its beams by transformers.
-SOURCE_KWARGS = ("encoder_outputs", "attention_mask", "source_ids")
-
-
-def share_source_rows(model_kwargs: dict, copies: int) -> None:
-    """Keeps one row a source of the encoder's output, its attention mask and a pointer-generator's source ids, in
-    place, where transformers repeated each source for its `copies` consecutive rows (beams, returned sequences): the
-    decoder's cross-attention then computes and caches a source's keys and values once, and its rows attend over them
-    together (`modeling_vanilla.share_source`), where each beam would have computed, cached and read its own copy."""
-    if copies < 2:
-        return
-    for name in SOURCE_KWARGS:
-        value = model_kwargs.get(name)
-        if isinstance(value, torch.Tensor):
-            model_kwargs[name] = value[::copies].contiguous()
-        elif isinstance(value, ModelOutput):
-            model_kwargs[name] = type(value)(
-                **{key: v[::copies].contiguous() if isinstance(v, torch.Tensor) else v for key, v in value.items()}
-            )
-
-
 def sentence_rows(sentences: torch.LongTensor, num_beams: int) -> torch.LongTensor:
     """The rows of `sentences` in a batch of `num_beams` consecutive rows a sentence."""
     beams = torch.arange(num_beams, device=sentences.device)
@@ -330,6 +309,24 @@ def _select(value, picks: dict[int, torch.LongTensor]):
     if isinstance(value, tuple):
         return tuple(_select(item, picks) for item in value)
     return value
+
+
+# `generate()`'s model keyword arguments that hold one row a source, repeated for each of its beams by transformers.
+SOURCE_KWARGS = ("encoder_outputs", "attention_mask", "source_ids")
+
+
+def share_source_rows(model_kwargs: dict, copies: int) -> None:
+    """Keeps one row a source of the encoder's output, its attention mask and a pointer-generator's source ids, in
+    place, where transformers repeated each source for its `copies` consecutive rows (beams, returned sequences): the
+    decoder's cross-attention then computes and caches a source's keys and values once, and its rows attend over them
+    together (`modeling_vanilla.share_source`), where each beam would have computed, cached and read its own copy."""
+    if copies < 2:
+        return
+    rows = model_kwargs["encoder_outputs"][0].shape[0]
+    firsts = {rows: torch.arange(0, rows, copies)}  # each source's first row (`_select`)
+    for name in SOURCE_KWARGS:
+        if name in model_kwargs:
+            model_kwargs[name] = _select(model_kwargs[name], firsts)
 
 
 def select_sentences(

@@ -126,8 +126,8 @@ class VanillaAttention(nn.Module):
     """Multi-head attention (section 3.2.2) with h heads of d_k = d_model / h. Self-attention projects Q, K and V
     with one fused matrix; cross-attention projects Q from the decoder and K, V (fused) once from the encoder output,
     which the cache keeps for every later decoding step, and which a source's consecutive decoder rows (its beams)
-    share (`share_source`). With `returns_weights`, it always computes its attention
-    weights (eager attention, whatever the model's implementation): a pointer-generator copies with them."""
+    share (`share_source`). With `returns_weights`, it always computes its attention weights (eager attention, whatever
+    the model's implementation): a pointer-generator copies with them."""
 
     def __init__(
         self,
