@@ -190,9 +190,11 @@ def _training_rows(s: dict) -> list[Row]:
         ),
         Row(
             "initialisation",
-            "normal(0, init_std) projections, normal(0, d^-0.5) embeddings",
-            "xavier_uniform projections, normal(0, d^-0.5) embeddings",
-            "fairseq has no flag for another initialisation",
+            "normal(0, init_std) projections, zero biases, normal(0, d^-0.5) embeddings",
+            "Xavier-uniform W^Q, W^K, W^V (gain 1/sqrt(2); biases U(+-d^-0.5)) and W^O (bias 0); feed-forward layers "
+            "PyTorch's nn.Linear default (weights and biases U(+-fan_in^-0.5)); normal(0, d^-0.5) embeddings",
+            "fairseq has no flag for another initialisation (modules/multihead_attention.py reset_parameters; "
+            "transformer_layer.py build_fc1/build_fc2)",
             matched=False,
         ),
     ]
