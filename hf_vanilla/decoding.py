@@ -115,8 +115,11 @@ def generate_texts(
     in input order. An empty sentence gives an empty output. `processors_for_batch`, given the sentences of a batch,
     returns logits processors for it (e.g. `hf_vanilla.parsing.grammar.tree_grammar_for`), run after any passed as
     `logits_processor`. With `max_source_tokens`, a longer sentence is read cut to that many tokens
-    (`truncate_ids`)."""
+    (`truncate_ids`). The keyword `max_beam_rows` caps a batch's sentences times beams (`decoding_batches`; default
+    `default_beam_rows`: `CPU_BEAM_ROWS` on a CPU, no cap elsewhere)."""
     fixed_processors = list(generate_kwargs.pop("logits_processor", None) or [])
+    device = next(model.parameters()).device
+    max_beam_rows = generate_kwargs.pop("max_beam_rows", default_beam_rows(device))
     # verbose=False: a document over the tokenizer's model_max_length is cut here, not worth transformers' warning.
     encoded = [
         truncate_ids(tokenizer(s, verbose=False)["input_ids"], max_source_tokens) if s.strip() else None
@@ -124,15 +127,9 @@ def generate_texts(
     ]
     order = sorted((i for i, e in enumerate(encoded) if e is not None), key=lambda i: len(encoded[i]))
     outputs = [""] * len(sentences)
-    device = next(model.parameters()).device
-    batches, current = [], []
-    for index in order:
-        if current and len(encoded[index]) * (len(current) + 1) > max_tokens:
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
+    rows = _rows_a_sentence(model.generation_config, generate_kwargs)
+    batches = decoding_batches([len(encoded[i]) for i in order], max_tokens, max_beam_rows, rows)
+    batches = [[order[position] for position in batch] for batch in batches]
     model.eval()
     with tqdm(total=len(order), disable=not progress, desc="decoding", unit="sent") as bar:
         for batch in batches:
@@ -151,6 +148,44 @@ def generate_texts(
                 outputs[index] = text.strip()
             bar.update(len(batch))
     return outputs
+
+
+# Beam rows (sentences x beams) a decoding batch holds at most on a CPU, where beam 21's larger batches decode slower
+# (their caches outgrow the CPU's; docs/experiments.md, 2026-11-28).
+CPU_BEAM_ROWS = 768
+
+
+def default_beam_rows(device: torch.device) -> int | None:
+    """`generate_texts`' cap on a batch's beam rows: `CPU_BEAM_ROWS` on a CPU; none on an accelerator, where it was
+    not measured."""
+    return CPU_BEAM_ROWS if device.type == "cpu" else None
+
+
+def _rows_a_sentence(generation_config, generate_kwargs: dict) -> int:
+    """The rows `generate()` decodes for each sentence: its beams or returned sequences, whichever is more."""
+    beams = generate_kwargs.get("num_beams", generation_config.num_beams) or 1
+    returned = generate_kwargs.get("num_return_sequences", generation_config.num_return_sequences) or 1
+    return max(beams, returned)
+
+
+def decoding_batches(
+    lengths: list[int], max_tokens: int, max_beam_rows: int | None = None, rows_a_sentence: int = 1
+) -> list[list[int]]:
+    """Consecutive positions of `lengths` (sources sorted by length) cut into batches: each at most `max_tokens` padded
+    source tokens (its longest length times its sentences) and, given `max_beam_rows`, at most that many beam rows
+    (`rows_a_sentence` a sentence); a sentence over either alone is a batch of its own."""
+    if max_beam_rows is not None and max_beam_rows < 1:
+        raise ValueError(f"max_beam_rows must be at least 1, got {max_beam_rows}")
+    most_sentences = max(1, max_beam_rows // rows_a_sentence) if max_beam_rows else len(lengths) or 1
+    batches, current = [], []
+    for position, length in enumerate(lengths):
+        if current and (length * (len(current) + 1) > max_tokens or len(current) == most_sentences):
+            batches.append(current)
+            current = []
+        current.append(position)
+    if current:
+        batches.append(current)
+    return batches
 
 
 def ptb_words(text: str) -> str:

@@ -95,7 +95,7 @@ def test_every_setting_of_the_demo_preset_is_in_the_table_and_fairseq_s_flags():
     generate = table.fairseq_generate_flags(settings)
     assert dict(zip(generate[::2], generate[1::2])) == {
         "--beam": "4", "--lenpen": "0.6", "--max-len-a": "1", "--max-len-b": "49", "--max-tokens": "4000",
-        "--required-batch-size-multiple": "1",
+        "--batch-size": "192", "--required-batch-size-multiple": "1",  # 768 beam rows at beam 4
     }  # fmt: skip
     rows = {row.setting: row for row in table.fairseq_rows(settings)}
     assert not rows["length penalty"].matched and "GNMT" in rows["length penalty"].hf_vanilla

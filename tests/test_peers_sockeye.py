@@ -53,11 +53,13 @@ def flags_of(text: str) -> list[tuple[str, str | None]]:
 
 
 def expected_value(value: str) -> str:
-    """A row's value with the test split's longest source L put in (`L+49`, `4000//L`)."""
+    """A row's value with the test split's longest source L put in (`L+49`, `4000//L`, `min(4000//L,192)`)."""
     if value.startswith("L+"):
         return str(LONGEST + int(value[2:]))
     if value.endswith("//L"):
         return str(int(value[:-3]) // LONGEST)
+    if value.startswith("min("):
+        return str(min(int(expected_value(part)) for part in value[4:-1].split(",")))
     return value
 
 

@@ -171,7 +171,7 @@ def test_every_row_s_flag_is_passed_with_its_value(copy):
     assert decoding.pop("--user-dir", None) == (USER_DIR if copy else None)
     assert decoding == {
         "--beam": "4", "--lenpen": "3.0", "--no-repeat-ngram-size": "3", "--min-len": "1", "--max-len-a": "0",
-        "--max-len-b": "64", "--max-tokens": "4000", "--required-batch-size-multiple": "1",
+        "--max-len-b": "64", "--max-tokens": "4000", "--batch-size": "192", "--required-batch-size-multiple": "1",
     }  # fmt: skip
     unmatched = peer_module("settings_table").render(rows, "fairseq").splitlines()[-1]
     copying = "p_gen inputs, copied positions, force copy, pointer smoothing, " if copy else ""

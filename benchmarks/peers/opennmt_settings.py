@@ -6,7 +6,7 @@ in the installed package's source (`onmt/opts.py`, `onmt/encoders/transformer.py
 
 from pathlib import Path
 
-from settings_table import Row, peer_rate
+from settings_table import Row, hf_decoding_batches, peer_rate
 
 REPORT_EVERY = 10  # updates between training reports (fairseq's --log-interval 10)
 
@@ -205,9 +205,10 @@ def _decoding_rows(s: dict) -> list[Row]:
         ),
         Row(
             "decoding batches",
-            f"at most {s['decode_max_tokens']} source tokens",
+            hf_decoding_batches(s),
             f"batch_type tokens, batch_size {s['decode_max_tokens']}",
-            "its sources are counted without </s>",
+            "its sources are counted without </s>; it has no cap on sentences (hf_vanilla's binds only on batches of "
+            "short sources)",
         ),
         Row(
             "training pairs",

@@ -220,7 +220,10 @@ def _data_rows(s: dict) -> list[Row]:
         "training pairs": "the exported split, without transforms (no filtertoolong): OpenNMT keeps all",
         "scoring": "the same scorer on OpenNMT-py's pieces decoded by the demo's tokenizer",
     }
-    note = {"decoding batches": "its sources are counted without </s>"}
+    note = {
+        "decoding batches": "its sources are counted without </s>; it has no cap on sentences (hf_vanilla's binds "
+        "only on batches of short sources)"
+    }
     return [replace(row, peer=peer[row.setting], note=note.get(row.setting, "")) for row in _summary_data_rows(s)]
 
 

@@ -11,10 +11,19 @@ from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.model_building import run_config
 from hf_vanilla.training.presets import PARSING_PRESETS
 
-from settings_table import OVERRIDABLE, Row, _model_rows, _training_rows, fairseq_train_flags, resolved_training
+from settings_table import (
+    DECODING_BATCHES,
+    OVERRIDABLE,
+    Row,
+    _model_rows,
+    _training_rows,
+    fairseq_decoding_batches,
+    fairseq_train_flags,
+    hf_decoding_batches,
+    resolved_training,
+)
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
-DECODE_MAX_TOKENS = 4000  # hf_vanilla.decoding.generate_texts' batches of source tokens
 FAIRSEQ_MAX_POSITIONS = 1024  # the `transformer` arch's default --max-source/target-positions
 
 
@@ -54,7 +63,7 @@ def parsing_settings(preset: str = "demo", grammar: bool = True, **overrides) ->
         "max_length": run.max_length,
         "max_length_ratio": run.max_length_ratio,
         **{name: getattr(decoding, name) for name in DECODING_NAMES},
-        "decode_max_tokens": DECODE_MAX_TOKENS,
+        **DECODING_BATCHES,
     }
 
 
@@ -129,8 +138,8 @@ def _parse_decoding_rows(s: dict) -> list[Row]:
         ),
         Row(
             "decoding batches",
-            f"at most {s['decode_max_tokens']} source tokens",
-            f"--max-tokens {s['decode_max_tokens']} --required-batch-size-multiple 1",
+            hf_decoding_batches(s),
+            " ".join(fairseq_decoding_batches(s)),
             "fairseq counts max(source, reference) tokens",
         ),
         Row("training pairs", "every tree of the split (no length or ratio filter)", "the exported split"),
@@ -148,5 +157,5 @@ def fairseq_parse_generate_flags(s: dict) -> list[str]:
     return [
         *("--beam", str(s["num_beams"]), "--lenpen", str(s["length_penalty"])),
         *("--max-len-a", "1", "--max-len-b", str(s["max_length_offset"] - 1)),
-        *("--max-tokens", str(s["decode_max_tokens"]), "--required-batch-size-multiple", "1"),
+        *fairseq_decoding_batches(s),
     ]

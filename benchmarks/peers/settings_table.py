@@ -6,6 +6,7 @@ and `as_records` serve them all."""
 from dataclasses import asdict, dataclass
 
 from hf_vanilla.configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
+from hf_vanilla.decoding import CPU_BEAM_ROWS
 from hf_vanilla.training.arguments import DEFAULTS
 from hf_vanilla.training.presets import WMT_PRESETS
 from hf_vanilla.training.schedule import peak_learning_rate
@@ -67,8 +68,35 @@ def demo_settings(preset: str = "demo", **overrides) -> dict:
         "length_penalty": decoding.length_penalty,
         "length_penalty_style": decoding.length_penalty_style,
         "max_length_offset": decoding.max_length_offset,
-        "decode_max_tokens": 4000,  # hf_vanilla.decoding.generate_texts' batches of source tokens
+        **DECODING_BATCHES,
     }
+
+
+# hf_vanilla.decoding.generate_texts' batches on a CPU (where the peers run): source tokens and beam rows.
+DECODING_BATCHES = {"decode_max_tokens": 4000, "decode_beam_rows": CPU_BEAM_ROWS}
+
+
+def decode_batch_sentences(s: dict) -> int:
+    """The sentences a decoding batch holds at most under the beam-row cap of the settings `s`."""
+    return max(1, s["decode_beam_rows"] // s["num_beams"])
+
+
+def hf_decoding_batches(s: dict) -> str:
+    """hf_vanilla's side of a table's decoding-batches row."""
+    return (
+        f"at most {s['decode_max_tokens']} source tokens and {s['decode_beam_rows']} beam rows (sentences x beams: "
+        f"{decode_batch_sentences(s)} sentences)"
+    )
+
+
+def fairseq_decoding_batches(s: dict) -> list[str]:
+    """fairseq-generate's flags for hf_vanilla's decoding batches: `--batch-size` caps its sentences as the beam-row
+    cap does; its default multiple of 8 left 4 of 20 test sentences untranslated (16 in one batch, the other 4 never
+    decoded), so every sentence is decoded with 1."""
+    return [
+        *("--max-tokens", str(s["decode_max_tokens"]), "--batch-size", str(decode_batch_sentences(s))),
+        *("--required-batch-size-multiple", "1"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -219,8 +247,8 @@ def _decoding_rows(s: dict) -> list[Row]:
         ),
         Row(
             "decoding batches",
-            f"at most {s['decode_max_tokens']} source tokens",
-            f"--max-tokens {s['decode_max_tokens']} --required-batch-size-multiple 1",
+            hf_decoding_batches(s),
+            " ".join(fairseq_decoding_batches(s)),
             "fairseq counts max(source, reference) tokens; with its default multiple of 8 it left sentences out",
         ),
         Row(
@@ -286,10 +314,7 @@ def fairseq_generate_flags(s: dict) -> list[str]:
     return [
         *("--beam", str(s["num_beams"]), "--lenpen", str(s["length_penalty"])),
         *("--max-len-a", "1", "--max-len-b", str(s["max_length_offset"] - 1)),
-        *("--max-tokens", str(s["decode_max_tokens"])),
-        # fairseq-generate's default multiple of 8 left 4 of 20 test sentences untranslated (16 in one batch, the
-        # other 4 never decoded): every sentence is decoded with 1.
-        *("--required-batch-size-multiple", "1"),
+        *fairseq_decoding_batches(s),
     ]
 
 

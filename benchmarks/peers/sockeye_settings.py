@@ -2,7 +2,7 @@
 `sockeye-translate` flags derived from the same settings, each checked against Sockeye 3.1.34's own source
 (`sockeye/arguments.py`, `lr_scheduler.py`, `loss.py`, `beam_search.py`, `inference.py`, `model.py`)."""
 
-from settings_table import Row, peer_rate
+from settings_table import Row, decode_batch_sentences, hf_decoding_batches, peer_rate
 
 # Sockeye's four special symbols, ids 0-3 in this order (sockeye.constants.VOCAB_SYMBOLS); a vocabulary JSON that
 # does not start with them is refused (sockeye.vocab.is_valid_vocab).
@@ -78,7 +78,7 @@ def sockeye_translate_flags(s: dict, longest_source: int) -> list[str]:
         *("--brevity-penalty-type", "none"),
         # Sockeye's limit is --max-output-length + 1 tokens, </s> included (inference.get_max_input_output_length).
         *("--max-output-length", str(longest_source + s["max_length_offset"] - 1)),
-        *("--batch-size", str(max(1, s["decode_max_tokens"] // longest_source))),
+        *("--batch-size", str(max(1, min(s["decode_max_tokens"] // longest_source, decode_batch_sentences(s))))),
         *("--output-type", "translation"),
     ]
 
@@ -303,10 +303,11 @@ def _decoding_rows(s: dict) -> list[Row]:
         ),
         Row(
             "decoding batches",
-            f"at most {s['decode_max_tokens']} source tokens",
-            f"--batch-size {s['decode_max_tokens']}//L",
+            hf_decoding_batches(s),
+            f"--batch-size min({s['decode_max_tokens']}//L,{decode_batch_sentences(s)})",
             f"Sockeye's batches count sentences (sorted by length in chunks): {s['decode_max_tokens']} // L "
-            "sentences keeps every batch within the recipe's padded tokens, with fewer short sentences a batch",
+            "sentences keeps every batch within the recipe's padded tokens, with fewer short sentences a batch; the "
+            "beam-row cap's sentences as well",
             matched=False,
         ),
         Row("held-out pairs", f"source <= {s['max_source_words']} words", "the exported splits"),

@@ -12,12 +12,21 @@ from hf_vanilla.training.arguments import resolve
 from hf_vanilla.training.model_building import run_config
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
 
-from settings_table import OVERRIDABLE, Row, _model_rows, _training_rows, fairseq_train_flags, resolved_training
+from settings_table import (
+    DECODING_BATCHES,
+    OVERRIDABLE,
+    Row,
+    _model_rows,
+    _training_rows,
+    fairseq_decoding_batches,
+    fairseq_train_flags,
+    hf_decoding_batches,
+    resolved_training,
+)
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 # Where `--user-dir` points inside fairseq's installed package (the rows show it so; `fairseq_peer` finds it).
 POINTER_GENERATOR_SRC = "fairseq/examples/pointer_generator/pointer_generator_src"
-DECODE_MAX_TOKENS = 4000  # hf_vanilla.decoding.generate_texts' batches of source tokens
 
 
 def summarize_recipe():
@@ -57,7 +66,7 @@ def summarization_settings(preset: str = "demo", copy: bool = True, **overrides)
         "max_source_tokens": run.max_source_tokens,
         "max_target_tokens": run.max_target_tokens,
         **{name: getattr(decoding, name) for name in DECODING_NAMES},
-        "decode_max_tokens": DECODE_MAX_TOKENS,
+        **DECODING_BATCHES,
     }
 
 
@@ -230,8 +239,8 @@ def _summary_data_rows(s: dict) -> list[Row]:
     return [
         Row(
             "decoding batches",
-            f"at most {s['decode_max_tokens']} source tokens",
-            f"--max-tokens {s['decode_max_tokens']} --required-batch-size-multiple 1",
+            hf_decoding_batches(s),
+            " ".join(fairseq_decoding_batches(s)),
             "fairseq counts max(source, reference) tokens",
         ),
         Row(
@@ -281,5 +290,5 @@ def fairseq_summary_generate_flags(s: dict, user_dir: str | None = None) -> list
         *("--beam", str(s["num_beams"]), "--lenpen", str(s["length_penalty"])),
         *("--no-repeat-ngram-size", str(s["no_repeat_ngram_size"]), "--min-len", str(s["min_new_tokens"])),
         *("--max-len-a", "0", "--max-len-b", str(s["max_new_tokens"])),
-        *("--max-tokens", str(s["decode_max_tokens"]), "--required-batch-size-multiple", "1"),
+        *fairseq_decoding_batches(s),
     ]
