@@ -10,6 +10,7 @@ from transformers import LogitsProcessorList
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from .errors import error_line
+from .generation_vanilla import rows_a_source
 from .model_paths import model_path_problem
 from .tokenization import truncate_ids  # one rule for a long input, in training and decoding
 
@@ -127,7 +128,8 @@ def generate_texts(
     ]
     order = sorted((i for i, e in enumerate(encoded) if e is not None), key=lambda i: len(encoded[i]))
     outputs = [""] * len(sentences)
-    rows = _rows_a_sentence(model.generation_config, generate_kwargs)
+    settings = {name: generate_kwargs.get(name, getattr(model.generation_config, name)) for name in ROW_SETTINGS}
+    rows = rows_a_source(**settings)
     batches = decoding_batches([len(encoded[i]) for i in order], max_tokens, max_beam_rows, rows)
     batches = [[order[position] for position in batch] for batch in batches]
     model.eval()
@@ -153,19 +155,15 @@ def generate_texts(
 # Beam rows (sentences x beams) a decoding batch holds at most on a CPU, where beam 21's larger batches decode slower
 # (their caches outgrow the CPU's; docs/experiments.md, 2026-11-28).
 CPU_BEAM_ROWS = 768
+# The generation settings that decide a sentence's rows (`rows_a_source`), as `generate_texts` passes them or the
+# model's generation config has them.
+ROW_SETTINGS = ("num_beams", "num_return_sequences")
 
 
 def default_beam_rows(device: torch.device) -> int | None:
     """`generate_texts`' cap on a batch's beam rows: `CPU_BEAM_ROWS` on a CPU; none on an accelerator, where it was
     not measured."""
     return CPU_BEAM_ROWS if device.type == "cpu" else None
-
-
-def _rows_a_sentence(generation_config, generate_kwargs: dict) -> int:
-    """The rows `generate()` decodes for each sentence: its beams or returned sequences, whichever is more."""
-    beams = generate_kwargs.get("num_beams", generation_config.num_beams) or 1
-    returned = generate_kwargs.get("num_return_sequences", generation_config.num_return_sequences) or 1
-    return max(beams, returned)
 
 
 def decoding_batches(

@@ -311,6 +311,12 @@ def _select(value, picks: dict[int, torch.LongTensor]):
     return value
 
 
+def rows_a_source(num_beams: int | None, num_return_sequences: int | None) -> int:
+    """The rows `generate()` decodes for each source: its beams or its returned sequences, whichever is more
+    (transformers' `expand_size`)."""
+    return max(num_beams or 1, num_return_sequences or 1)
+
+
 # `generate()`'s model keyword arguments that hold one row a source, repeated for each of its beams by transformers.
 SOURCE_KWARGS = ("encoder_outputs", "attention_mask", "source_ids")
 
@@ -583,7 +589,7 @@ class VanillaGenerationMixin(GenerationMixin):
         self_attention = cache.self_attention_cache
         if all(type(layer) is DynamicLayer for layer in self_attention.layers):
             self_attention.layers = [VanillaDecodingCacheLayer(max_cache_length) for _ in self_attention.layers]
-        copies = max(generation_config.num_beams or 1, generation_config.num_return_sequences or 1)
+        copies = rows_a_source(generation_config.num_beams, generation_config.num_return_sequences)
         if type(cache.cross_attention_cache) is DynamicCache and not generation_config.return_dict_in_generate:
             share_source_rows(model_kwargs, copies)
 
