@@ -824,6 +824,32 @@ def test_the_decoding_cache_layer_holds_what_a_dynamic_layer_holds_through_every
         assert ours.get_seq_length() == theirs.get_seq_length()
 
 
+def test_a_beam_step_leaves_the_decoding_cache_contiguous_and_reuses_its_storage():
+    """After a beam reorder and the next step's one position, the cached keys and values are contiguous (attention
+    reads a strided view of a buffer with room more slowly), hold what a `DynamicLayer` holds, and the reorders
+    write into two storages in turn instead of allocating one a step."""
+    from transformers.cache_utils import DynamicLayer
+
+    generator = torch.Generator().manual_seed(1)
+    ours, theirs = VanillaDecodingCacheLayer(), DynamicLayer()
+    storages = set()
+    for step in range(12):
+        states = [torch.randn(4, 2, 3 if step == 0 else 1, 5, generator=generator) for _ in range(2)]
+        ours.update(*states)
+        theirs.update(*states)
+        if step:
+            assert ours.keys.is_contiguous() and ours.values.is_contiguous(), step
+        assert torch.equal(ours.keys, theirs.keys) and torch.equal(ours.values, theirs.values), step
+        beam_idx = torch.randint(0, 4, (4,), generator=generator)
+        ours.reorder_cache(beam_idx)
+        theirs.reorder_cache(beam_idx)
+        storages.add(ours.keys.data_ptr())
+    assert torch.equal(ours.keys, theirs.keys) and torch.equal(ours.values, theirs.values)
+    # The first buffer, then two storages in turn, each allocated at twice the size needed (first 4 positions, last
+    # 15): each is allocated at most 1 + ceil(log2(15 / 4)) times, where one a step would be 12.
+    assert len(storages) <= 1 + 2 * (1 + math.ceil(math.log2(15 / 4)))
+
+
 # --- bad input ------------------------------------------------------------------------------------------------------
 
 
