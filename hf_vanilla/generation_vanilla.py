@@ -188,9 +188,10 @@ class VanillaDecodingCacheLayer(DynamicLayer):
     grow (doubled when full, never past `max_length` positions), so that a step writes its one position instead of
     copying the whole cache (`DynamicLayer` concatenates). Beam search's reorder gathers them into a spare storage laid
     out for exactly one more position, so that after the next step's write the keys and values are contiguous again:
-    attention reads a strided view of a buffer with room about 1.6 times slower on a CPU, and the gather copies every
-    row anyway. Keys and values read the same as `DynamicLayer`'s (views of the buffer), and an operation of
-    `DynamicLayer` that replaces them (crop, batch selection) is adopted at the next update."""
+    attention read a strided view of a buffer with room about 1.6 times as slowly on the CPU measured
+    (`benchmarks/strided_attention.py`), and the gather copies every row anyway. Keys and values read the same as
+    `DynamicLayer`'s (views of the buffer), and an operation of `DynamicLayer` that replaces them (crop, batch
+    selection) is adopted at the next update."""
 
     def __init__(self, max_length: int | None = None):
         super().__init__()

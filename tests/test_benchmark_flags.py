@@ -17,6 +17,12 @@ from runs import BENCHMARKS, benchmark
         ("decoding_cache", ["--beams", "0"], "--beams must be at least 1, got 0"),
         ("host_malloc", ["--repeats", "0"], "--repeats must be at least 1, got 0"),
         ("decoding_cache", ["--model", "runs/x/final"], "--model and --sentences go together"),
+        ("strided_attention", ["--steps", "0"], "--steps must be at least 1, got 0"),
+        (
+            "strided_attention",
+            ["--rooms", "1.5", "0.5"],
+            "--rooms must each be at least 1 (a buffer holds the cached positions), got 0.5",
+        ),
     ],
 )
 def test_a_count_under_its_least_is_refused_in_one_line(script, flags, message, monkeypatch, capsys):
@@ -26,3 +32,17 @@ def test_a_count_under_its_least_is_refused_in_one_line(script, flags, message, 
     assert stop.value.code == 2
     out, err = capsys.readouterr()
     assert out == "" and err.splitlines()[-1] == f"{script}.py: error: {message}"
+
+
+def test_strided_attention_times_each_layout_of_the_same_cache(capsys):
+    """The contiguous cache and each buffer with room (rounded to whole positions) get a line, the contiguous one at
+    1.00x of itself; the layouts' outputs were checked equal before any timing (the script exits otherwise)."""
+    benchmark("strided_attention").main(["--rows", "3", "--positions", "5", "--rooms", "1.2", "2", "--repeats", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("3 rows x 4 heads x 32, 5 positions cached")
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "contiguous",
+        "buffer of 6 positions",
+        "buffer of 10 positions",
+    ]
+    assert lines[1].endswith("(1.00x)")
