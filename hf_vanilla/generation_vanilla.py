@@ -219,7 +219,8 @@ class VanillaDecodingCacheLayer(DynamicLayer):
         needed = length + key_states.shape[-2]
         capacity = max(needed, 2 * needed if self.max_length is None else min(2 * needed, self.max_length))
         shape = (*key_states.shape[:-2], capacity, key_states.shape[-1])
-        self._lay_out([key_states.new_empty(math.prod(shape)), value_states.new_empty(math.prod(shape))], shape)
+        size = math.prod(shape)
+        self._lay_out([key_states.new_empty(size), value_states.new_empty(size)], shape)
         if length:
             keys, values = self._buffers
             keys[:, :, :length], values[:, :, :length] = self.keys, self.values
@@ -244,8 +245,9 @@ class VanillaDecodingCacheLayer(DynamicLayer):
             return
         keys, values = self._buffers
         shape = (len(beam_idx), keys.shape[1], length + 1, keys.shape[-1])  # room for the next step's position
-        if not self._spare or self._spare[0].numel() < math.prod(shape):  # twice the size: reallocated seldom
-            self._spare = [keys.new_empty(2 * math.prod(shape)), values.new_empty(2 * math.prod(shape))]
+        size = math.prod(shape)
+        if not self._spare or self._spare[0].numel() < size:  # allocated at twice the size: seldom
+            self._spare = [keys.new_empty(2 * size), values.new_empty(2 * size)]
         storage, self._spare = self._spare, self._storage
         self._lay_out(storage, shape)
         spare_keys, spare_values = self._buffers
