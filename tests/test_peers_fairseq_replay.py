@@ -8,6 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from hf_vanilla.data.encoding import EncodedPairs
+
 from runs import peer_module, tiny_model
 
 replay_module = peer_module("fairseq_replay")
@@ -74,7 +76,8 @@ def recorded(updates) -> list[dict]:
 def test_the_replay_is_the_update_written_out_by_hand():
     pairs, model = random_pairs(), model_starting_with_eos()
     twin = copy.deepcopy(model)
-    rows = replay_module.replay(model, pairs, recorded(UPDATES), (0.9, 0.98), 1e-9)
+    examples = EncodedPairs.from_lists(*zip(*pairs))
+    rows = replay_module.replay(model, examples, recorded(UPDATES), (0.9, 0.98), 1e-9)
     expected = by_hand(twin, pairs, UPDATES, [rate for _, rate in UPDATES])
     # The same float32 operations in another order: sums of about 15 token NLLs near 7 agree to a few ulps.
     assert [row["nll_sum"] for row in rows] == pytest.approx(expected, rel=1e-5)

@@ -19,26 +19,27 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
 import torch.nn.functional as F
 
+from hf_vanilla.data.encoding import EncodedPairs
 from hf_vanilla.errors import user_exit
 from hf_vanilla.training.arguments import DEFAULTS
 from hf_vanilla.training.presets import WMT_PRESETS
 
-from fairseq_in_hf import fairseq_rows_to_ids, fairseq_to_hf_state, mapped_model, piece_pairs
+from fairseq_in_hf import dump_fairseq, fairseq_rows_to_ids, fairseq_to_hf_state, mapped_model, piece_pairs
 from settings_table import demo_settings, fairseq_train_flags
 from split_pieces import read_dictionary
 
 PROGRAM = "fairseq_replay"
+STATES = ("initial", "last")
+POSITIONS = 1024  # rows of fairseq's position table the mapped model gets, as fairseq_in_hf's
 # Run by fairseq's python: argv OUT, then fairseq-train's arguments. Writes OUT/updates.json (one entry an update:
 # its learning rate, the dataset ids of its batch, the criterion's loss and NLL sums in nats, its target tokens) and
-# OUT/initial.pt, OUT/last.pt (float tensors, with fairseq's position table under "positions").
+# OUT/initial.pt, OUT/last.pt (the model's state as a checkpoint holds it, read back by `dump_fairseq`).
 RECORD = r"""
 import json, sys, torch
 from fairseq import trainer as fairseq_trainer
 from fairseq.criterions import label_smoothed_cross_entropy as smoothed
-from fairseq.modules.sinusoidal_positional_embedding import SinusoidalPositionalEmbedding
 from fairseq_cli import train
 
 out, updates, sums = sys.argv[1], [], []
@@ -47,10 +48,7 @@ criterion_forward, train_step = smoothed.LabelSmoothedCrossEntropyCriterion.forw
 
 
 def dump(model, name):
-    tensors = {k: v.detach().float().clone() for k, v in model.state_dict().items() if v.dtype.is_floating_point}
-    d_model = tensors["encoder.embed_tokens.weight"].shape[1]
-    tensors["positions"] = SinusoidalPositionalEmbedding.get_embedding(1024 + 2, d_model, 1)[2:].float()
-    torch.save(tensors, f"{out}/{name}.pt")
+    torch.save({"model": model.state_dict()}, f"{out}/{name}.pt")
 
 
 def forward(self, model, sample, reduce=True):
@@ -100,33 +98,26 @@ def record_fairseq(python: Path, bin_folder: Path, flags: list[str], folder: Pat
     return json.loads((folder / "updates.json").read_text())
 
 
-def padded(rows: list[list[int]], value: int) -> torch.Tensor:
-    """`rows` right-padded with `value` to the longest."""
-    width = max(map(len, rows))
-    return torch.tensor([row + [value] * (width - len(row)) for row in rows])
-
-
-def replay(model, pairs: list[tuple[list[int], list[int]]], updates: list[dict], betas, eps: float) -> list[dict]:
+def replay(model, examples: EncodedPairs, updates: list[dict], betas, eps: float) -> list[dict]:
     """`updates` (fairseq's: the ids of each update's pairs and its learning rate) applied to `model` by the recipe's
-    training step: the loss the recipe asks of the model (summed over the batch's target tokens, divided by their
-    number) and `paper_optimizer` at the update's rate. Each update's row: the NLL and loss sums (nats) of the model
-    before its step, beside fairseq's."""
+    training step: its batch of those pairs (`EncodedPairs.collate`), the loss the recipe asks of the model (summed
+    over the batch's target tokens, divided by their number) and `paper_optimizer` at the update's rate. Each update's
+    row: the NLL and loss sums (nats) of the model before its step, beside fairseq's."""
     from hf_vanilla.training.schedule import paper_optimizer
 
     optimizer, pad, rows = paper_optimizer(model.parameters(), betas, eps), model.config.pad_token_id, []
     model.train()
     for update in updates:
-        sources, targets = zip(*(pairs[i] for i in update["ids"]))
-        input_ids, labels = padded(list(sources), pad), padded(list(targets), -100)
-        items = int((labels != -100).sum())
-        output = model(input_ids=input_ids, attention_mask=(input_ids != pad).long(), labels=labels,
-                       num_items_in_batch=items)  # fmt: skip
+        batch = examples.collate(update["ids"], pad)
+        items = int(examples.target_lengths[update["ids"]].sum())
+        output = model(**batch, num_items_in_batch=items)
         output.loss.backward()
         for group in optimizer.param_groups:
             group["lr"] = update["lr"]
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        nll = F.cross_entropy(output.logits.detach().flatten(0, 1), labels.flatten(), reduction="sum").item()
+        logits, labels = output.logits.detach().flatten(0, 1), batch["labels"].flatten()
+        nll = F.cross_entropy(logits, labels, reduction="sum").item()
         rows.append({
             "update": update["update"], "lr": update["lr"], "tokens": items,
             "nll_sum": nll, "fairseq_nll_sum": update["nll_sum"],
@@ -193,13 +184,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{PROGRAM}: fairseq-train, {args.updates} updates, dropout 0", file=sys.stderr, flush=True)
         updates = record_fairseq(python, run / "fairseq" / "bin", replay_flags(settings, args.seed, args.updates),
                                  Path(folder))  # fmt: skip
-        initial, last = (torch.load(Path(folder) / f"{name}.pt", weights_only=True) for name in ("initial", "last"))
+        initial, last = (dump_fairseq(python, Path(folder) / f"{name}.pt", Path(folder), POSITIONS) for name in STATES)
     model = mapped_model(initial, config, row_ids)
     layers = (config.encoder_layers, config.decoder_layers)
     start, reference = (fairseq_to_hf_state(s, layers, row_ids, config.vocab_size) for s in (initial, last))
     print(f"{PROGRAM}: the same updates by the recipe's step", file=sys.stderr, flush=True)
-    rows = replay(model, piece_pairs(run / "data", "train", tokenizer, ("en", "de")), updates,
-                  settings["adam_betas"], settings["adam_eps"])  # fmt: skip
+    examples = EncodedPairs.from_lists(*zip(*piece_pairs(run / "data", "train", tokenizer, ("en", "de"))))
+    rows = replay(model, examples, updates, settings["adam_betas"], settings["adam_eps"])
     tensors = drift(model.state_dict(), start, reference)
     for row in rows[:3] + rows[9::10]:
         print(f"update {row['update']:4d}  lr {row['lr']:.3e}  NLL sum {row['nll_sum']:.3f} / fairseq "
