@@ -41,6 +41,7 @@ PRESETS = SIZES
 TASKS = ("translation", "parsing", "summarization")
 TREE_LEAVES = ("placeholder", "pos", "words")
 POINTER_SMOOTHING = ("mixture", "vocabulary")
+INIT_SCHEMES = ("normal", "fairseq")
 
 
 def activation_problem(name: str) -> str | None:
@@ -124,7 +125,12 @@ class VanillaTransformerConfig(PreTrainedConfig):
         max_position_embeddings: size of the learned position table; unused by sinusoidal positions.
         layer_norm_eps: epsilon of every LayerNorm.
         init_std: standard deviation of the normal initialisation of every projection matrix (embeddings:
-            d_model^-0.5).
+            d_model^-0.5) under `init_scheme="normal"`.
+        init_scheme: how a new model's projections are drawn (the paper gives no initialisation; embeddings are
+            N(0, d_model^-0.5) under both): `"normal"`, N(0, init_std) weights and zero biases, or `"fairseq"`, fairseq
+            0.12's `transformer`: W^Q, W^K, W^V Xavier-uniform at gain 1/sqrt(2), W^O Xavier-uniform with a zero
+            bias, every other projection (feed-forward, pointer gate) and the attention input biases PyTorch's
+            `nn.Linear` default U(+-fan_in^-0.5), an untied output layer N(0, d_model^-0.5).
         task: what the model is trained for, one of `TASKS`: `"translation"`, `"parsing"` or `"summarization"`;
             `hf-vanilla translate`/`parse`/`summarize` and the app's tabs go by it. Default: the task of `decoding`
             when given (a config.json saved before `task` existed has only `decoding`, which named the task), else
@@ -176,6 +182,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
     max_position_embeddings: int = 1024
     layer_norm_eps: float = 1e-5
     init_std: float = 0.02
+    init_scheme: str = "normal"
     task: str | None = None  # set in __post_init__: never None after it
     decoding: str | None = None  # likewise
     tree_leaves: str = "placeholder"
@@ -225,6 +232,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             problems.append(
                 f"pointer_smoothing must be one of {list(POINTER_SMOOTHING)}, got {self.pointer_smoothing!r}"
             )
+        if self.init_scheme not in INIT_SCHEMES:
+            problems.append(f"init_scheme must be one of {list(INIT_SCHEMES)}, got {self.init_scheme!r}")
         if self.norm_style not in ("post", "pre"):
             problems.append(f"norm_style must be 'post' or 'pre', got {self.norm_style!r}")
         if self.position_embedding_type not in ("sinusoidal", "learned"):

@@ -7,7 +7,8 @@ is shared by the encoder embeddings, the decoder embeddings and the pre-softmax 
 Weight initialisation (the paper gives none): token embeddings N(0, d_model^-0.5) with the padding row at zero, so that
 embeddings scaled by sqrt(d_model) have unit variance like the sinusoids they are added to; every projection matrix
 N(0, init_std = 0.02) as in transformers' Marian, BART and FSMT; biases zero; LayerNorm gain one and bias zero
-(`docs/experiments.md` compares it with Glorot-uniform projections and N(0, 0.02) embeddings).
+(`docs/experiments.md` compares it with Glorot-uniform projections and N(0, 0.02) embeddings). `init_scheme="fairseq"`
+draws the projections as fairseq's `transformer` does instead (the config's docstring).
 """
 
 import copy
@@ -153,6 +154,10 @@ class VanillaAttention(nn.Module):
         else:
             self.qkv_proj = nn.Linear(config.d_model, 3 * config.d_model)  # W^Q, W^K, W^V in one matmul
         self.out_proj = nn.Linear(config.d_model, config.d_model)
+        # init_scheme="fairseq" draws these as fairseq's MultiheadAttention: (Xavier gain, zero bias)
+        for projection in (self.qkv_proj,) if not is_cross_attention else (self.q_proj, self.kv_proj):
+            projection.fairseq_xavier = (2**-0.5, False)
+        self.out_proj.fairseq_xavier = (1.0, True)
 
     def _split_heads(self, states: torch.Tensor) -> torch.Tensor:
         return states.view(*states.shape[:-1], -1, self.head_dim).transpose(1, 2)
@@ -340,8 +345,24 @@ class VanillaPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """The initialisation described in this module's docstring."""
-        if isinstance(module, nn.Linear):
+        """The initialisation described in this module's docstring, or fairseq's (`config.init_scheme`)."""
+        fairseq = self.config.init_scheme == "fairseq"
+        if isinstance(module, nn.Linear) and fairseq:
+            if module is getattr(self, "lm_head", None):  # untied (tied, it is the embedding matrix)
+                init.normal_(module.weight, mean=0.0, std=self.config.d_model**-0.5)
+            elif hasattr(module, "fairseq_xavier"):  # an attention projection (VanillaAttention sets it)
+                gain, zero_bias = module.fairseq_xavier
+                bound = gain * math.sqrt(6 / (2 * module.in_features))  # Xavier-uniform of each d x d block
+                init.uniform_(module.weight, -bound, bound)
+                if zero_bias:
+                    init.zeros_(module.bias)
+                else:
+                    _linear_default(module.bias, module.in_features)
+            else:
+                _linear_default(module.weight, module.in_features)
+                if module.bias is not None:
+                    _linear_default(module.bias, module.in_features)
+        elif isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=self.config.init_std)
             if module.bias is not None:
                 init.zeros_(module.bias)
@@ -352,6 +373,12 @@ class VanillaPreTrainedModel(PreTrainedModel):
         elif isinstance(module, nn.LayerNorm):
             init.ones_(module.weight)
             init.zeros_(module.bias)
+
+
+def _linear_default(tensor: torch.Tensor, fan_in: int) -> None:
+    """PyTorch's `nn.Linear` initialisation of a weight or bias, U(+-fan_in^-0.5) (kaiming_uniform_ at a=sqrt(5) has
+    that bound), which fairseq keeps for most projections."""
+    init.uniform_(tensor, -(fan_in**-0.5), fan_in**-0.5)
 
 
 def _wants_attention_weights(config: VanillaTransformerConfig, kwargs: dict) -> bool:

@@ -387,6 +387,50 @@ def test_initialisation_is_the_documented_one():
     assert VanillaTransformerConfig(init_std=0.05).init_std == 0.05
 
 
+def _uniform_bound(tensor: torch.Tensor, bound: float) -> None:
+    """`tensor` is U(-bound, bound): inside it, its largest and smallest values within a band of width `band` * bound
+    of its ends (n draws all miss one with chance (1 - band / 2)^n, 1e-10 for the band below), and its spread the
+    uniform's, bound / sqrt(3), within 6 standard errors (the sample std of n uniform draws has relative standard
+    error sqrt(0.2 / n))."""
+    values = tensor.detach().double().flatten()
+    band = 2 * (1 - 1e-10 ** (1 / values.numel()))
+    assert float(values.abs().max()) <= bound
+    assert float(values.max()) > (1 - band) * bound and float(values.min()) < -(1 - band) * bound
+    assert abs(float(values.std()) / (bound / math.sqrt(3)) - 1) < 6 * math.sqrt(0.2 / values.numel())
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_fairseq_initialisation_is_fairseqs(tied, tmp_path):
+    """init_scheme="fairseq" draws what fairseq 0.12's `transformer` draws (its MultiheadAttention.reset_parameters
+    and nn.Linear defaults), the embeddings as under "normal", and a saved model loads back with its own weights."""
+    d = 256
+    config = VanillaTransformerConfig.from_size(
+        "base", d_model=d, d_ff=1024, vocab_size=4000, init_scheme="fairseq", tie_word_embeddings=tied
+    )
+    model = VanillaTransformerForConditionalGeneration(config)
+    encoder, decoder = model.model.encoder.layers[0], model.model.decoder.layers[1]
+    for projection in (encoder.self_attn.qkv_proj, decoder.encoder_attn.q_proj, decoder.encoder_attn.kv_proj):
+        _uniform_bound(projection.weight, math.sqrt(6 / (2 * d)) / math.sqrt(2))  # Xavier at gain 1/sqrt(2)
+        _uniform_bound(projection.bias, d**-0.5)
+    _uniform_bound(decoder.self_attn.out_proj.weight, math.sqrt(6 / (2 * d)))
+    assert float(decoder.self_attn.out_proj.bias.abs().max()) == 0.0
+    _uniform_bound(encoder.feed_forward.fc1.weight, d**-0.5)
+    _uniform_bound(encoder.feed_forward.fc1.bias, d**-0.5)
+    _uniform_bound(decoder.feed_forward.fc2.weight, 1024**-0.5)
+    embedding = model.model.shared.weight.detach()
+    assert float(embedding[0].abs().max()) == 0.0
+    assert abs(float(embedding[1:].std()) * d**0.5 - 1) < 0.01
+    if not tied:
+        assert abs(float(model.lm_head.weight.std()) * d**0.5 - 1) < 0.01
+    model.save_pretrained(tmp_path)
+    reloaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path)
+    assert reloaded.config.init_scheme == "fairseq"
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(reloaded.state_dict()[name], tensor), name
+    with pytest.raises(ValueError, match=r"init_scheme must be one of \['normal', 'fairseq'\], got 'xavier'"):
+        VanillaTransformerConfig(init_scheme="xavier")
+
+
 # --- loss -----------------------------------------------------------------------------------------------------------
 
 

@@ -102,7 +102,7 @@ def test_every_setting_of_the_demo_preset_is_in_the_table_and_fairseq_s_flags():
     assert "length normalization" in rows["length penalty"].peer
     rendered = table.render(list(rows.values()), "fairseq")
     assert rendered.splitlines()[-1] == (
-        "fairseq cannot match: learning rate, batching, validation, initialisation, length penalty."
+        "fairseq cannot match: learning rate, batching, validation, initialisation, decoder start, length penalty."
     )
     assert not rows["validation"].matched and "every 100 updates" in rows["validation"].note
 

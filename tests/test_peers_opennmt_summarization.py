@@ -179,8 +179,8 @@ def test_the_command_line_runs_opennmt_s_summarization_with_and_without_copying(
     "task, system, error",
     [
         ("parsing", "opennmt-py", "opennmt-py runs translation, summarization here, not parsing"),
-        ("translation", "opennmt-py-no-copy", "translation has no copy mechanism: --system opennmt-py, without "
-         "-no-copy"),
+        ("translation", "opennmt-py-no-copy", "translation has no variant without a copy mechanism: --system "
+         "opennmt-py, without -no-copy"),
         ("parsing", "opennmt-py-no-copy", "opennmt-py runs translation, summarization here, not parsing"),
     ],
 )  # fmt: skip

@@ -120,7 +120,8 @@ def test_every_row_s_flag_is_passed_with_its_value(grammar, tmp_path):
     unmatched = peer_module("settings_table").render(rows, "fairseq").splitlines()[-1]
     tree = "tree grammar, " if grammar else ""
     assert unmatched == (
-        f"fairseq cannot match: {tree}learning rate, batching, validation, initialisation, length penalty."
+        f"fairseq cannot match: {tree}learning rate, batching, validation, initialisation, decoder start, "
+        "length penalty."
     )
 
 
@@ -190,16 +191,43 @@ def test_the_recipe_runs_with_its_grammar_and_without_it(tmp_path):
     assert run.split_system("hf_vanilla-no-grammar") == ("hf_vanilla", "-no-grammar")
 
 
+def test_the_translation_recipe_runs_with_fairseqs_first_weights_and_start_and_its_table_says_so(tmp_path):
+    """`hf_vanilla-fairseq-init` launches the recipe with --init-scheme fairseq --decoder-start eos, and fairseq's
+    table then marks the initialisation and the decoder start matched; the recipe's own run marks them not."""
+    run = peer_module("run")
+    rows = {}
+    for system in ("hf_vanilla", "hf_vanilla-fairseq-init"):
+        args = run.parse_args(["--task", "translation", "--system", system])
+        settings = run.run_settings(args)
+        command = run.recipe_command(args, tmp_path)
+        rows[system] = {row.setting: row for row in run.fairseq_rows(settings)}
+        assert command[7:] == [
+            "--preset", "demo", "--seed", "1", "--output-dir", str(tmp_path), "--overwrite-output-dir",
+            *(["--init-scheme", "fairseq", "--decoder-start", "eos"] if system.endswith("-fairseq-init") else []),
+        ]  # fmt: skip
+    for setting in ("initialisation", "decoder start"):
+        assert not rows["hf_vanilla"][setting].matched and rows["hf_vanilla-fairseq-init"][setting].matched
+    assert rows["hf_vanilla"]["decoder start"].hf_vanilla == "<s> then the target shifted right (--decoder-start bos)"
+    assert rows["hf_vanilla-fairseq-init"]["initialisation"].hf_vanilla.startswith("--init-scheme fairseq")
+    unchanged = set(rows["hf_vanilla"]) - {"initialisation", "decoder start"}
+    assert all(rows["hf_vanilla"][name] == rows["hf_vanilla-fairseq-init"][name] for name in unchanged)
+
+
 @pytest.mark.parametrize(
     "task, system, error",
     [
-        ("parsing", "fairseq-no-grammar", "fairseq has no tree grammar to leave out (only hf_vanilla's parsing recipe "
-         "has one): --system fairseq, without -no-grammar"),
-        ("parsing", "hf_vanilla-no-copy", "parsing has no copy mechanism: --system hf_vanilla, without -no-copy"),
-        ("summarization", "hf_vanilla-no-grammar", "summarization has no tree grammar: --system hf_vanilla, without "
-         "-no-grammar"),
-        ("translation", "fairseq-no-grammar", "translation has no tree grammar: --system fairseq, without "
-         "-no-grammar"),
+        ("parsing", "fairseq-no-grammar", "fairseq has no variant without the tree grammar (only hf_vanilla's parsing "
+         "recipe has it): --system fairseq, without -no-grammar"),
+        ("parsing", "hf_vanilla-no-copy", "parsing has no variant without a copy mechanism: --system hf_vanilla, "
+         "without -no-copy"),
+        ("summarization", "hf_vanilla-no-grammar", "summarization has no variant without the tree grammar: --system "
+         "hf_vanilla, without -no-grammar"),
+        ("translation", "fairseq-no-grammar", "translation has no variant without the tree grammar: --system fairseq, "
+         "without -no-grammar"),
+        ("translation", "fairseq-fairseq-init", "fairseq has no variant with fairseq's initialisation and decoder "
+         "start (only hf_vanilla's translation recipe has it): --system fairseq, without -fairseq-init"),
+        ("parsing", "hf_vanilla-fairseq-init", "parsing has no variant with fairseq's initialisation and decoder "
+         "start: --system hf_vanilla, without -fairseq-init"),
         ("parsing", "opennmt-py", "opennmt-py runs translation, summarization here, not parsing"),
     ],
 )  # fmt: skip

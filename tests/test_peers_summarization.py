@@ -176,7 +176,9 @@ def test_every_row_s_flag_is_passed_with_its_value(copy):
     unmatched = peer_module("settings_table").render(rows, "fairseq").splitlines()[-1]
     copying = "p_gen inputs, copied positions, force copy, pointer smoothing, " if copy else ""
     tail = "length penalty, stutter ban" + (", whole-word copy" if copy else "")
-    assert unmatched == f"fairseq cannot match: {copying}learning rate, batching, validation, initialisation, {tail}."
+    assert unmatched == (
+        f"fairseq cannot match: {copying}learning rate, batching, validation, initialisation, decoder start, {tail}."
+    )
 
 
 def test_translation_s_rows_and_flags_pass_the_same_check():
@@ -281,7 +283,9 @@ def test_the_command_line_runs_summarization_s_systems_and_their_no_copy_variant
     with pytest.raises(SystemExit):
         run.parse_args(["--task", "translation", "--system", "fairseq-no-copy"])
     error = capsys.readouterr().err.splitlines()[-1]
-    assert error == "run.py: error: translation has no copy mechanism: --system fairseq, without -no-copy"
+    assert error == (
+        "run.py: error: translation has no variant without a copy mechanism: --system fairseq, without -no-copy"
+    )
 
 
 def test_a_summarization_run_exports_runs_the_peer_and_scores_its_output(aeslc, tmp_path, monkeypatch):

@@ -545,26 +545,34 @@ def test_cpu_launcher_that_starts_one_process_says_so(wmt_sample, tmp_path):
 def test_architecture_and_sample_flags_shape_the_new_model_and_the_learning_rate_follows_the_real_width(
     tmp_path, caplog
 ):
-    """fairseq's size flags (--encoder-layers, --d-model, ...) build the run's model, --max-train-samples keeps the
-    first N training pairs, --adam-betas / --adam-eps reach Adam; under --init-from the size flags are refused and
-    --learning-rate is converted with the loaded model's d_model (32), not the preset's (128)."""
+    """fairseq's size flags (--encoder-layers, --d-model, ...), --init-scheme and --decoder-start build the run's
+    model, --max-train-samples keeps the first N training pairs, --adam-betas / --adam-eps reach Adam; under
+    --init-from those flags are refused and --learning-rate is converted with the loaded model's d_model (32), not
+    the preset's (128)."""
     from hf_vanilla.training.preflight import PreflightError
     from hf_vanilla.training.schedule import peak_learning_rate
 
-    size = dict(d_model=32, encoder_layers=1, decoder_layers=3, num_attention_heads=2, d_ff=48)
+    size = dict(d_model=32, encoder_layers=1, decoder_layers=3, num_attention_heads=2, d_ff=48, init_scheme="fairseq")
     flags = dict(preset="tiny", max_steps=2, max_train_samples=50, adam_betas="0.8,0.9", adam_eps=1e-6)
     with caplog.at_level("INFO"):
-        results = recipe("wmt_ende").main(wmt_args(tmp_path / "sized", **size, **flags))
-    config = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "sized" / "final").config
+        results = recipe("wmt_ende").main(wmt_args(tmp_path / "sized", **size, **flags, decoder_start="eos"))
+    saved = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "sized" / "final")
+    config = saved.config
     assert {name: getattr(config, name) for name in size} == size
+    assert config.decoder_start_token_id == saved.generation_config.decoder_start_token_id == config.eos_token_id
     assert "training on the first 50 of" in caplog.text
     optimizer = json.loads((tmp_path / "sized" / "checkpoint-00000002" / "optimizer.json").read_text())
     assert optimizer["param_groups"][0]["betas"] == [0.8, 0.9] and optimizer["param_groups"][0]["eps"] == 1e-6
     assert results["training_preset"]["max_train_samples"] == 50
 
     initial = str(tmp_path / "sized" / "final")
-    with pytest.raises(PreflightError, match="--d-model, --d-ff shape a new model: --init-from's model keeps its own"):
-        recipe("wmt_ende").main(wmt_args(tmp_path / "refused", init_from=initial, d_model=64, d_ff=64))
+    refused = "--d-model, --d-ff, --init-scheme, --decoder-start shape a new model: --init-from's model keeps its own"
+    with pytest.raises(PreflightError, match=refused):
+        recipe("wmt_ende").main(
+            wmt_args(
+                tmp_path / "refused", init_from=initial, d_model=64, d_ff=64, init_scheme="normal", decoder_start="bos"
+            )
+        )
     warm = recipe("wmt_ende").main(wmt_args(tmp_path / "warm", init_from=initial, learning_rate=1e-3))
     scale = warm["training_preset"]["lr_scale"]  # the demo preset (d_model 128) over a model of width 32
     assert peak_learning_rate(32, warm["training_preset"]["warmup_steps"], scale) == pytest.approx(1e-3)

@@ -234,6 +234,7 @@ def test_the_best_checkpoint_by_rouge_is_the_final_model_and_patience_stops_trai
         (dict(final_model="last"), "--final-model must be one of average, best, got 'last'"),
         (dict(patience=-1), "--patience must not be negative, got -1"),
         (dict(host_malloc="jemalloc"), "--host-malloc must be one of reuse, system, got 'jemalloc'"),
+        (dict(decoder_start="pad"), "--decoder-start must be one of bos, eos, got 'pad'"),
     ],
 )
 def test_best_checkpoint_settings_that_cannot_work_are_refused_in_one_line(flags, message):

@@ -177,9 +177,8 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = load_tokenizer(run / "tokenizer")
     row_ids = fairseq_rows_to_ids(read_dictionary(run / "data" / "dict.txt"), tokenizer)
     size = {**DEFAULTS, **WMT_PRESETS[args.preset]}["model_size"]
-    config = VanillaTransformerConfig.from_size(size, **tokenizer_fields(tokenizer))
+    config = VanillaTransformerConfig.from_size(size, **tokenizer_fields(tokenizer, "eos"))  # fairseq's start </s>
     config.dropout = config.attention_dropout = config.activation_dropout = 0.0
-    config.decoder_start_token_id = tokenizer.eos_token_id  # fairseq's decoder starts with </s>
     with tempfile.TemporaryDirectory() as folder:
         print(f"{PROGRAM}: fairseq-train, {args.updates} updates, dropout 0", file=sys.stderr, flush=True)
         updates = record_fairseq(python, run / "fairseq" / "bin", replay_flags(settings, args.seed, args.updates),

@@ -5,6 +5,7 @@ JSON record a run.
     python benchmarks/peers/run.py --task translation --system opennmt-py --seed 1
     python benchmarks/peers/run.py --task translation --system sockeye --seed 1
     python benchmarks/peers/run.py --task translation --system hf_vanilla --seed 1
+    python benchmarks/peers/run.py --task translation --system hf_vanilla-fairseq-init --seed 1  # its init and start
     python benchmarks/peers/run.py --task translation --system fairseq --seed 1 --max-updates 20 --save-every 5 \
         --eval-every 10 --test-limit 20 --results-dir /tmp/peers        # a short check of every step, no figure
 
@@ -34,7 +35,9 @@ names: fairseq all three, OpenNMT-py translation and summarization (`opennmt_sum
 may have a variant (`Variant`: a suffix of the system's name and the recipe's flags for it): summarization's systems
 also run without the copy mechanism (`-no-copy`: fairseq's `transformer`, OpenNMT-py without `copy_attn`, the
 recipe's `--no-pointer-generator`, each with the preset's settings for that model); parsing's recipe also runs
-without its tree grammar (`-no-grammar`: `--no-tree-grammar`), which fairseq, decoding freely, has no variant of.
+without its tree grammar (`-no-grammar`: `--no-tree-grammar`), which fairseq, decoding freely, has no variant of;
+translation's recipe also runs with fairseq's initialisation and decoder start (`-fairseq-init`: `--init-scheme fairseq
+--decoder-start eos`), which fairseq has already.
 Parsing reads NLTK's WSJ sample from NLTK_DATA (where it is not set, from the docs' `../shared/data/nltk_data` beside
 the repository, where that exists).
 """
@@ -96,6 +99,7 @@ from summary_table import summarization_settings
 REPOSITORY = Path(__file__).resolve().parents[2]
 NO_COPY = "-no-copy"  # a system's variant without the copy mechanism (summarization)
 NO_GRAMMAR = "-no-grammar"  # the recipe's variant without the tree grammar (parsing)
+FAIRSEQ_INIT = "-fairseq-init"  # the recipe's variant with fairseq's initialisation and decoder start (translation)
 
 
 @dataclass(frozen=True)
@@ -125,9 +129,9 @@ READY = ("hf_vanilla", CT2, *PEERS)  # the systems this script runs so far
 
 @dataclass(frozen=True)
 class Variant:
-    """A task's systems without one of the recipe's features: the suffix of their names (`hf_vanilla-no-copy`), the
-    feature left out (for errors), the recipe's flags without it, and whether the peers have the variant too (False:
-    they never had the feature, and the variant is the recipe's alone)."""
+    """A task's systems with one of the recipe's features changed: the suffix of their names (`hf_vanilla-no-copy`),
+    what it changes (for errors), the recipe's flags for it, and whether the peers have the variant too (False: the
+    variant is the recipe's alone, e.g. without a feature that no peer has)."""
 
     suffix: str
     feature: str
@@ -168,9 +172,9 @@ class Task:
     prepare: Callable[[], None] = nothing
 
 
-def translation_settings(preset: str, copy: bool, overrides: dict) -> dict:
-    """The translation demo's settings (`demo_settings`); it has no copy mechanism."""
-    return demo_settings(preset, **overrides)
+def translation_settings(preset: str, base: bool, overrides: dict) -> dict:
+    """The translation demo's settings (`demo_settings`), or (`base` False) its `-fairseq-init` variant's."""
+    return demo_settings(preset, **overrides, **({} if base else dict(init_scheme="fairseq", decoder_start="eos")))
 
 
 def export_translation(settings: dict, work: Path, args: argparse.Namespace) -> tuple[Exported, object]:
@@ -248,6 +252,12 @@ TASKS = {
         from_results=translation_results,
         test_inputs=translation_inputs,
         sides=LANGUAGES,
+        variant=Variant(
+            FAIRSEQ_INIT,
+            "variant with fairseq's initialisation and decoder start",
+            ("--init-scheme", "fairseq", "--decoder-start", "eos"),
+            peers=False,
+        ),
     ),
     "summarization": Task(
         settings=summarization_task_settings,
@@ -257,7 +267,7 @@ TASKS = {
         from_results=summary_results,
         test_inputs=summary_test_inputs,
         sides=SIDES,
-        variant=Variant(NO_COPY, "copy mechanism", ("--no-pointer-generator",)),
+        variant=Variant(NO_COPY, "variant without a copy mechanism", ("--no-pointer-generator",)),
     ),
     "parsing": Task(
         settings=parsing_task_settings,
@@ -267,7 +277,7 @@ TASKS = {
         from_results=parse_results,
         test_inputs=parse_test_inputs,
         sides=TREE_SIDES,
-        variant=Variant(NO_GRAMMAR, "tree grammar", ("--no-tree-grammar",), peers=False),
+        variant=Variant(NO_GRAMMAR, "variant without the tree grammar", ("--no-tree-grammar",), peers=False),
         recipe_flags=("--treebank", "nltk"),
         keywords=parse_keywords,
         prepare=use_shared_nltk_data,
@@ -323,7 +333,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"{args.task} has no {VARIANTS[suffix].feature}: --system {system}, without {suffix}")
     if suffix and system != "hf_vanilla" and not variant.peers:
         parser.error(
-            f"{system} has no {variant.feature} to leave out (only hf_vanilla's {args.task} recipe has one): "
+            f"{system} has no {variant.feature} (only hf_vanilla's {args.task} recipe has it): "
             f"--system {system}, without {suffix}"
         )
     return args

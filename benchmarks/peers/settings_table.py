@@ -12,7 +12,7 @@ from hf_vanilla.training.presets import WMT_PRESETS
 from hf_vanilla.training.schedule import peak_learning_rate
 
 # The settings a run may change for a short check (`run.py --max-updates` etc.); a full run changes none.
-OVERRIDABLE = ("max_steps", "save_every", "eval_every", "average_last")
+OVERRIDABLE = ("max_steps", "save_every", "eval_every", "average_last", "init_scheme", "decoder_start")
 
 
 def peer_rate(s: dict) -> tuple[float, float]:
@@ -30,7 +30,7 @@ def demo_settings(preset: str = "demo", **overrides) -> dict:
     if unknown:
         raise ValueError(f"not overridable: {sorted(unknown)}")
     run = {**DEFAULTS, **WMT_PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
-    model = VanillaTransformerConfig.from_size(run["model_size"])
+    model = VanillaTransformerConfig.from_size(run["model_size"], init_scheme=run.get("init_scheme", "normal"))
     decoding = VanillaGenerationConfig.from_model_config(model)
     betas = tuple(float(b) for b in run["adam_betas"].split(","))
     return {
@@ -48,6 +48,8 @@ def demo_settings(preset: str = "demo", **overrides) -> dict:
         "label_smoothing": model.label_smoothing,
         "tie_word_embeddings": model.tie_word_embeddings,
         "scale_embedding": model.scale_embedding,
+        "init_scheme": model.init_scheme,
+        "decoder_start": run["decoder_start"],
         "vocab_size": run["vocab_size"],
         "adam_betas": betas,
         "adam_eps": run["adam_eps"],
@@ -115,9 +117,10 @@ def resolved_training(run, d_model: int) -> dict:
     """A resolved recipe run's (`hf_vanilla.training.arguments.resolve`) optimizer, schedule, batch, checkpoint and
     validation settings, as summarization's and parsing's tables read them."""
     names = ("vocab_size", "adam_eps", "warmup_steps", "lr_scale", "tokens_per_step", "max_steps", "save_every")
-    names += ("keep_last", "average_last", "eval_every")
+    names += ("keep_last", "average_last", "eval_every", "decoder_start")
     return {
         **{name: getattr(run, name) for name in names},
+        "init_scheme": run.init_scheme or "normal",
         "adam_betas": run.betas,
         "peak_lr": peak_learning_rate(d_model, run.warmup_steps, run.lr_scale),
     }
@@ -218,12 +221,22 @@ def _training_rows(s: dict) -> list[Row]:
         ),
         Row(
             "initialisation",
-            "normal(0, init_std) projections, zero biases, normal(0, d^-0.5) embeddings",
+            "normal(0, init_std) projections, zero biases, normal(0, d^-0.5) embeddings"
+            if s["init_scheme"] == "normal"
+            else "--init-scheme fairseq: fairseq's, as its column says",
             "Xavier-uniform W^Q, W^K, W^V (gain 1/sqrt(2); biases U(+-d^-0.5)) and W^O (bias 0); feed-forward layers "
             "PyTorch's nn.Linear default (weights and biases U(+-fan_in^-0.5)); normal(0, d^-0.5) embeddings",
             "fairseq has no flag for another initialisation (modules/multihead_attention.py reset_parameters; "
-            "transformer_layer.py build_fc1/build_fc2)",
-            matched=False,
+            "transformer_layer.py build_fc1/build_fc2); hf_vanilla's --init-scheme fairseq draws fairseq's",
+            matched=s["init_scheme"] == "fairseq",
+        ),
+        Row(
+            "decoder start",
+            f"{'<s>' if s['decoder_start'] == 'bos' else '</s>'} then the target shifted right "
+            f"(--decoder-start {s['decoder_start']})",
+            "</s> then the target shifted right (prev_output_tokens)",
+            "fairseq has no flag for another start; the paper names none",
+            matched=s["decoder_start"] == "eos",
         ),
     ]
 

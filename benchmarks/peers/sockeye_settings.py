@@ -263,6 +263,12 @@ def _budget_rows(s: dict) -> list[Row]:
             matched=False,
         ),
         Row(
+            "decoder start",
+            f"{'<s>' if s['decoder_start'] == 'bos' else '</s>'} then the target shifted right",
+            "<s> then the target shifted right (its target input)",
+            matched=s["decoder_start"] == "bos",
+        ),
+        Row(
             "training pairs",
             f"source <= {s['max_train_source_words']} words; sides <= {s['max_length']} tokens, ratio <= "
             f"{s['max_length_ratio']}",

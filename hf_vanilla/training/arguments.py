@@ -37,11 +37,12 @@ class RunSettings:
     # The fields that, when set, override the model's configuration field of the same name, or its generation
     # config's; and the smallest value of some fields. A recipe's subclass extends them with its own fields.
     MODEL_CONFIG: ClassVar[tuple[str, ...]] = (
-        *("d_model", "encoder_layers", "decoder_layers", "num_attention_heads", "d_ff"),
+        *("d_model", "encoder_layers", "decoder_layers", "num_attention_heads", "d_ff", "init_scheme"),
         *("dropout", "attention_dropout", "label_smoothing", "loss_chunk_tokens"),
     )
-    # The model configuration fields that decide the model's shape: a new model's alone (refused with --init-from).
-    ARCHITECTURE: ClassVar[tuple[str, ...]] = MODEL_CONFIG[:5]
+    # The model configuration fields that decide the model's shape and first weights: a new model's alone (refused
+    # with --init-from).
+    ARCHITECTURE: ClassVar[tuple[str, ...]] = MODEL_CONFIG[:6]
     GENERATION_CONFIG: ClassVar[tuple[str, ...]] = ("num_beams", "length_penalty", "max_length_offset")
     AT_LEAST: ClassVar[dict[str, int]] = {
         **least_values(GENERATION_CONFIG),
@@ -108,6 +109,15 @@ class RunSettings:
     decoder_layers: int | None = setting("N of the decoder: its layers.")
     num_attention_heads: int | None = setting("h, the attention heads (d_model must be a multiple of it).")
     d_ff: int | None = setting("d_ff, the inner size of the feed-forward sub-layers.")
+    init_scheme: str | None = setting(
+        "How the new model's projections are drawn (the paper gives none): normal (N(0, 0.02)) or fairseq (its "
+        "`transformer`'s Xavier-uniform attention projections, PyTorch's default elsewhere). Default: the preset's, "
+        "else normal."
+    )
+    decoder_start: str | None = setting(
+        "The new model's first decoder input, before the target shifted right (the paper names none): bos (<s>) or "
+        "eos (</s>, fairseq's). Default: the preset's, else bos."
+    )
     # The paper's hyper-parameters (section 5), each defaulting to the preset
     vocab_size: int | None = setting("Shared BPE vocabulary size.")
     lr_scale: float | None = setting("Factor on the paper's learning rate d_model^-0.5 * min(n^-0.5, n w^-1.5).")
@@ -220,7 +230,9 @@ DEFAULTS = dict(
     eval_metric_sentences=0,
     adam_betas="0.9,0.98",  # the paper's Adam (section 5.3)
     adam_eps=1e-9,
+    decoder_start="bos",
 )
+DECODER_STARTS = ("bos", "eos")
 FINAL_MODELS = ("average", "best")
 # A recipe preset's keys under their former names (a recipe of one's own written before the rename): read as the new.
 RENAMED_PRESET_KEYS = {"model_preset": "model_size"}
@@ -323,7 +335,8 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     problems = [f"preset {args.preset!r} gives no {name}" for name in REQUIRED if getattr(settings, name) is None]
     problems += best_checkpoint_problems(settings) + optimizer_problems(settings)
     if args.init_from is not None:
-        given = [f"--{name.replace('_', '-')}" for name in settings.ARCHITECTURE if getattr(args, name) is not None]
+        new_only = (*settings.ARCHITECTURE, "decoder_start")
+        given = [f"--{name.replace('_', '-')}" for name in new_only if getattr(args, name) is not None]
         if given:
             problems.append(f"{', '.join(given)} shape a new model: --init-from's model keeps its own")
     if args.resume and args.overwrite_output_dir:
@@ -333,6 +346,8 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     if args.lr_scale is not None and args.learning_rate is not None:
         problems.append("give --lr-scale or --learning-rate, not both")
     problems += bound_problems(vars(settings), settings.AT_LEAST)
+    if settings.decoder_start not in DECODER_STARTS:
+        problems.append(f"--decoder-start must be one of {', '.join(DECODER_STARTS)}, got {settings.decoder_start!r}")
     if settings.host_malloc not in HOST_MALLOC_CHOICES:
         problems.append(f"--host-malloc must be one of {', '.join(HOST_MALLOC_CHOICES)}, got {settings.host_malloc!r}")
     if settings.max_train_minutes is not None and settings.max_train_minutes <= 0:

@@ -56,23 +56,25 @@ def run_config(settings: RunSettings, task: str) -> VanillaTransformerConfig:
         raise PreflightError(f"--init-from {settings.init_from} with these flags: {error_line(error)}") from error
 
 
-def tokenizer_fields(tokenizer) -> dict:
-    """The configuration fields that a model takes from its tokenizer: vocabulary, special tokens, decoding starting
-    from <s>."""
+def tokenizer_fields(tokenizer, decoder_start: str = "bos") -> dict:
+    """The configuration fields that a model takes from its tokenizer: vocabulary, special tokens, and the decoder's
+    first input, <s> (`decoder_start="bos"`) or </s> (`"eos"`, fairseq's)."""
     return dict(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         unk_token_id=tokenizer.unk_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id,
+        decoder_start_token_id={"bos": tokenizer.bos_token_id, "eos": tokenizer.eos_token_id}[decoder_start],
     )
 
 
-def new_model(config: VanillaTransformerConfig, tokenizer) -> VanillaTransformerForConditionalGeneration:
+def new_model(
+    config: VanillaTransformerConfig, tokenizer, decoder_start: str = "bos"
+) -> VanillaTransformerForConditionalGeneration:
     """A freshly initialised model of `config` (a run's, `run_config`) whose vocabulary and special tokens are
-    `tokenizer`'s (`tokenizer_fields`)."""
-    config = VanillaTransformerConfig.from_dict({**config.to_dict(), **tokenizer_fields(tokenizer)})
+    `tokenizer`'s, its decoder starting from `decoder_start` (`tokenizer_fields`)."""
+    config = VanillaTransformerConfig.from_dict({**config.to_dict(), **tokenizer_fields(tokenizer, decoder_start)})
     return VanillaTransformerForConditionalGeneration(config)
 
 
@@ -91,7 +93,7 @@ def build_model(run: RunContext) -> VanillaTransformerForConditionalGeneration:
                 f"--init-from {settings.init_from}: its tokenizer and model disagree on the vocabulary"
             )
     else:
-        model = new_model(run.config, run.tokenizer)
+        model = new_model(run.config, run.tokenizer, settings.decoder_start)
     model.generation_config.update(**settings.decoding)
     if model.generation_config.num_beams == 1:  # greedy: the beam-search settings would make the config invalid
         model.generation_config.update(early_stopping=False, length_penalty=1.0)
