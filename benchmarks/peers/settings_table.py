@@ -126,6 +126,11 @@ def resolved_training(run, d_model: int) -> dict:
     }
 
 
+def start_token(s: dict) -> str:
+    """The token the recipe's decoder starts from under the settings `s` (`--decoder-start`)."""
+    return "<s>" if s["decoder_start"] == "bos" else "</s>"
+
+
 def fairseq_rows(s: dict) -> list[Row]:
     """The side-by-side table of fairseq 0.12 (`transformer` arch, `label_smoothed_cross_entropy`, `adam`,
     `inverse_sqrt`) against the settings `s` (`demo_settings`): the model's rows, training's, then decoding's."""
@@ -232,8 +237,7 @@ def _training_rows(s: dict) -> list[Row]:
         ),
         Row(
             "decoder start",
-            f"{'<s>' if s['decoder_start'] == 'bos' else '</s>'} then the target shifted right "
-            f"(--decoder-start {s['decoder_start']})",
+            f"{start_token(s)} then the target shifted right (--decoder-start {s['decoder_start']})",
             "</s> then the target shifted right (prev_output_tokens)",
             "fairseq has no flag for another start; the paper names none",
             matched=s["decoder_start"] == "eos",

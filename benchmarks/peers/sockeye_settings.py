@@ -2,7 +2,7 @@
 `sockeye-translate` flags derived from the same settings, each checked against Sockeye 3.1.34's own source
 (`sockeye/arguments.py`, `lr_scheduler.py`, `loss.py`, `beam_search.py`, `inference.py`, `model.py`)."""
 
-from settings_table import Row, decode_batch_sentences, hf_decoding_batches, peer_rate
+from settings_table import Row, decode_batch_sentences, hf_decoding_batches, peer_rate, start_token
 
 # Sockeye's four special symbols, ids 0-3 in this order (sockeye.constants.VOCAB_SYMBOLS); a vocabulary JSON that
 # does not start with them is refused (sockeye.vocab.is_valid_vocab).
@@ -264,7 +264,7 @@ def _budget_rows(s: dict) -> list[Row]:
         ),
         Row(
             "decoder start",
-            f"{'<s>' if s['decoder_start'] == 'bos' else '</s>'} then the target shifted right",
+            f"{start_token(s)} then the target shifted right",
             "<s> then the target shifted right (its target input)",
             matched=s["decoder_start"] == "bos",
         ),
