@@ -203,6 +203,7 @@ def render_model_card(
         "reproducibility": REPRODUCIBILITY,
         "final_model_text": _final_model_text(results),
         "best_text": _best_text(results),
+        "start_text": _start_text(config),
     }
     if task == "translation":
         context.update(
@@ -372,6 +373,18 @@ def summarization_corpus(dataset: str) -> dict:
         "summaries can state facts the document does not support: check them against the source.",
         example="The city council approved the new budget on Tuesday after a long debate about school funding.",
     )
+
+
+def _start_text(config: VanillaTransformerConfig) -> str:
+    """How a new model of `config` was drawn (`init_scheme`) and which token its decoder starts from."""
+    scheme = {
+        "normal": 'projections N(0, {std}), biases zero (`init_scheme="normal"`)',
+        "fairseq": "as fairseq's `transformer`: W^Q, W^K, W^V and W^O Xavier-uniform, `nn.Linear`'s default elsewhere "
+        '(`init_scheme="fairseq"`)',
+    }[config.init_scheme].format(std=config.init_std)
+    names = {config.bos_token_id: "<s>", config.eos_token_id: "</s>", config.pad_token_id: "<pad>"}
+    start = names.get(config.decoder_start_token_id, f"token {config.decoder_start_token_id}")
+    return f"{scheme}; embeddings N(0, d_model^-0.5); the decoder starts from `{start}`"
 
 
 def _best_text(results: dict) -> str:

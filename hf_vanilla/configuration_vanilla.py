@@ -130,7 +130,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             N(0, d_model^-0.5) under both): `"normal"`, N(0, init_std) weights and zero biases, or `"fairseq"`, fairseq
             0.12's `transformer`: W^Q, W^K, W^V Xavier-uniform at gain 1/sqrt(2), W^O Xavier-uniform with a zero
             bias, every other projection (feed-forward, pointer gate) and the attention input biases PyTorch's
-            `nn.Linear` default U(+-fan_in^-0.5), an untied output layer N(0, d_model^-0.5).
+            `nn.Linear` default U(+-fan_in^-0.5), an untied output layer N(0, d_model^-0.5) (the translation
+            recipe's presets take it).
         task: what the model is trained for, one of `TASKS`: `"translation"`, `"parsing"` or `"summarization"`;
             `hf-vanilla translate`/`parse`/`summarize` and the app's tabs go by it. Default: the task of `decoding`
             when given (a config.json saved before `task` existed has only `decoding`, which named the task), else

@@ -8,7 +8,8 @@ Weight initialisation (the paper gives none): token embeddings N(0, d_model^-0.5
 embeddings scaled by sqrt(d_model) have unit variance like the sinusoids they are added to; every projection matrix
 N(0, init_std = 0.02) as in transformers' Marian, BART and FSMT; biases zero; LayerNorm gain one and bias zero
 (`docs/experiments.md` compares it with Glorot-uniform projections and N(0, 0.02) embeddings). `init_scheme="fairseq"`
-draws the projections as fairseq's `transformer` does instead (the config's docstring).
+draws the projections as fairseq's `transformer` does instead (the config's docstring); the translation recipe's
+presets take it.
 """
 
 import copy

@@ -46,6 +46,8 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
     assert results["sacrebleu_signature"] in card.text and "27.3" in card.text  # the paper's base figure beside ours
     assert f"{results['steps']} updates" in card.text and "not comparable" in card.text  # not trained on WMT14
     assert cards.REPRODUCIBILITY in card.text  # how far the figures hold: same machine, not across machines
+    assert "- Initialisation: as fairseq's `transformer`" in card.text  # the translation presets' start
+    assert "the decoder starts from `</s>`." in card.text
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     ids = tokenizer(["The house is small.", "Resumption of the session"], return_tensors="pt", padding=True)[
@@ -83,6 +85,19 @@ def test_parser_card_reports_evalb_from_results_and_its_snippet_parses(parse_run
     exec(compile(snippet.replace("someone/parser", str(folder)), "card", "exec"), {"__name__": "card"})
     tree = parse_tree(capsys.readouterr().out.strip())
     assert tree.words() == "The cat sat on the mat .".split() and set(tree.tags()) == {"XX"}
+
+
+def test_a_card_says_how_a_new_model_was_drawn_and_where_its_decoder_starts(wmt_run):
+    run_dir, results = wmt_run
+    config, generation = _model_parts(run_dir)
+    config.init_scheme, config.decoder_start_token_id, config.init_std = "normal", config.bos_token_id, 0.03
+    card = render_model_card(results, config, generation, "a/b").text
+    assert '- Initialisation: projections N(0, 0.03), biases zero (`init_scheme="normal"`); embeddings N(0, ' in card
+    assert "the decoder starts from `<s>`." in card
+    config.decoder_start_token_id = config.pad_token_id  # Marian's start
+    assert "the decoder starts from `<pad>`." in render_model_card(results, config, generation, "a/b").text
+    fine_tuned = render_model_card({**results, "init_from": "someone/base"}, config, generation, "a/b").text
+    assert "- Fine-tuned from `someone/base`." in fine_tuned and "- Initialisation:" not in fine_tuned
 
 
 def _model_parts(run_dir):

@@ -15,8 +15,8 @@ from runs import peer_module
 
 # The settings of rows that name no option of onmt_train or onmt_translate (what OpenNMT does without one, or a
 # command's own argument: the averaging, checked in the end-to-end test).
-NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "averaging", "training pairs",
-             "held-out pairs"}  # fmt: skip
+NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "decoder start", "averaging",
+             "training pairs", "held-out pairs"}  # fmt: skip
 DECODING = {"beam", "length penalty", "beam stop", "maximum output", "decoding batches"}  # onmt_translate's rows
 
 # Lines of a real onmt_train log (utils/statistics.Statistics.output, the logger's "[time level]" prefix) and of
@@ -107,8 +107,9 @@ def test_every_row_s_option_is_passed_with_its_value(tmp_path):
     }  # fmt: skip
     rendered_table = table.render(onmt.opennmt_rows(settings), "opennmt-py")
     assert rendered_table.splitlines()[-1] == (
-        "opennmt-py cannot match: layer norm, output bias, source end token, activation dropout, Adam eps, tokens per "
-        "update, loss normalisation, batching, initialisation, length penalty, beam stop, maximum output."
+        "opennmt-py cannot match: layer norm, output bias, source end token, decoder start, activation dropout, Adam "
+        "eps, tokens per update, loss normalisation, batching, initialisation, length penalty, beam stop, maximum "
+        "output."
     )
 
 

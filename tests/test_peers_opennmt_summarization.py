@@ -21,9 +21,10 @@ from runs import peer_module
 DECODING = {"beam", "length penalty", "beam stop", "no repeated n-gram", "shortest summary", "longest summary",
             "decoding batches"}  # fmt: skip
 # The rows that name no option (what OpenNMT does without one, a command's own argument, or the exported pieces).
-NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "averaging", "lower case",
-             "p_gen inputs", "copied positions", "out-of-vocabulary words", "pointer smoothing", "stutter ban",
-             "whole-word copy", "copy decoding", "documents", "subjects", "training pairs", "scoring"}  # fmt: skip
+NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "decoder start", "averaging",
+             "lower case", "p_gen inputs", "copied positions", "out-of-vocabulary words", "pointer smoothing",
+             "stutter ban", "whole-word copy", "copy decoding", "documents", "subjects", "training pairs",
+             "scoring"}  # fmt: skip
 
 
 @pytest.mark.parametrize("copy", [True, False])

@@ -191,26 +191,30 @@ def test_the_recipe_runs_with_its_grammar_and_without_it(tmp_path):
     assert run.split_system("hf_vanilla-no-grammar") == ("hf_vanilla", "-no-grammar")
 
 
-def test_the_translation_recipe_runs_with_fairseqs_first_weights_and_start_and_its_table_says_so(tmp_path):
-    """`hf_vanilla-fairseq-init` launches the recipe with --init-scheme fairseq --decoder-start eos, and fairseq's
-    table then marks the initialisation and the decoder start matched; the recipe's own run marks them not."""
+def test_the_translation_recipe_starts_as_fairseq_and_its_normal_init_variant_as_before(tmp_path):
+    """The translation recipe draws its first weights and starts its decoder as fairseq does, and fairseq's table
+    marks both matched; `hf_vanilla-normal-init` launches it with --init-scheme normal --decoder-start bos, and the
+    table then marks them not."""
     run = peer_module("run")
     rows = {}
-    for system in ("hf_vanilla", "hf_vanilla-fairseq-init"):
+    for system in ("hf_vanilla", "hf_vanilla-normal-init"):
         args = run.parse_args(["--task", "translation", "--system", system])
         settings = run.run_settings(args)
         command = run.recipe_command(args, tmp_path)
         rows[system] = {row.setting: row for row in run.fairseq_rows(settings)}
         assert command[7:] == [
             "--preset", "demo", "--seed", "1", "--output-dir", str(tmp_path), "--overwrite-output-dir",
-            *(["--init-scheme", "fairseq", "--decoder-start", "eos"] if system.endswith("-fairseq-init") else []),
+            *(["--init-scheme", "normal", "--decoder-start", "bos"] if system.endswith("-normal-init") else []),
         ]  # fmt: skip
     for setting in ("initialisation", "decoder start"):
-        assert not rows["hf_vanilla"][setting].matched and rows["hf_vanilla-fairseq-init"][setting].matched
-    assert rows["hf_vanilla"]["decoder start"].hf_vanilla == "<s> then the target shifted right (--decoder-start bos)"
-    assert rows["hf_vanilla-fairseq-init"]["initialisation"].hf_vanilla.startswith("--init-scheme fairseq")
+        assert rows["hf_vanilla"][setting].matched and not rows["hf_vanilla-normal-init"][setting].matched
+    assert rows["hf_vanilla"]["decoder start"].hf_vanilla == "</s> then the target shifted right (--decoder-start eos)"
+    assert rows["hf_vanilla"]["initialisation"].hf_vanilla.startswith("--init-scheme fairseq")
+    assert rows["hf_vanilla-normal-init"]["decoder start"].hf_vanilla == (
+        "<s> then the target shifted right (--decoder-start bos)"
+    )
     unchanged = set(rows["hf_vanilla"]) - {"initialisation", "decoder start"}
-    assert all(rows["hf_vanilla"][name] == rows["hf_vanilla-fairseq-init"][name] for name in unchanged)
+    assert all(rows["hf_vanilla"][name] == rows["hf_vanilla-normal-init"][name] for name in unchanged)
 
 
 @pytest.mark.parametrize(
@@ -224,10 +228,10 @@ def test_the_translation_recipe_runs_with_fairseqs_first_weights_and_start_and_i
          "hf_vanilla, without -no-grammar"),
         ("translation", "fairseq-no-grammar", "translation has no variant without the tree grammar: --system fairseq, "
          "without -no-grammar"),
-        ("translation", "fairseq-fairseq-init", "fairseq has no variant with fairseq's initialisation and decoder "
-         "start (only hf_vanilla's translation recipe has it): --system fairseq, without -fairseq-init"),
-        ("parsing", "hf_vanilla-fairseq-init", "parsing has no variant with fairseq's initialisation and decoder "
-         "start: --system hf_vanilla, without -fairseq-init"),
+        ("translation", "fairseq-normal-init", "fairseq has no variant with N(0, 0.02) projections and a <s> "
+         "decoder start (only hf_vanilla's translation recipe has it): --system fairseq, without -normal-init"),
+        ("parsing", "hf_vanilla-normal-init", "parsing has no variant with N(0, 0.02) projections and a <s> decoder "
+         "start: --system hf_vanilla, without -normal-init"),
         ("parsing", "opennmt-py", "opennmt-py runs translation, summarization here, not parsing"),
     ],
 )  # fmt: skip

@@ -127,7 +127,7 @@ def test_the_table_names_what_sockeye_cannot_match():
     assert fairseq <= set(rows)  # every setting of fairseq's table, and Sockeye's own differences
     assert table.render(list(rows.values()), "sockeye").splitlines()[-1] == (
         "sockeye cannot match: layer norm epsilon, attention biases, output bias, tokens per update, batching, "
-        "validation, initialisation, finished hypotheses, maximum output, decoding batches."
+        "validation, initialisation, decoder start, finished hypotheses, maximum output, decoding batches."
     )
     assert rows["length penalty"].matched and rows["learning rate"].matched and rows["label smoothing"].matched
 

@@ -186,6 +186,7 @@ def test_every_hyper_parameter_of_the_paper_is_a_flag_resolved_against_the_prese
             "attention_dropout": 0.1,
             "label_smoothing": 0.2,
             "loss_chunk_tokens": 512,
+            "init_scheme": "fairseq",  # the translation presets'
         }
         assert settings.decoding == {"num_beams": 2, "length_penalty": 1.0, "max_length_offset": 7}
         assert (settings.save_every, settings.average_last, settings.keep_last, settings.eval_every) == (3, 2, 2, 5)

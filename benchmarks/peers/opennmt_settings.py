@@ -6,7 +6,7 @@ in the installed package's source (`onmt/opts.py`, `onmt/encoders/transformer.py
 
 from pathlib import Path
 
-from settings_table import Row, hf_decoding_batches, peer_rate
+from settings_table import Row, hf_decoding_batches, initialisation, peer_rate, start_token
 
 REPORT_EVERY = 10  # updates between training reports (fairseq's --log-interval 10)
 
@@ -77,8 +77,15 @@ def _architecture_rows(s: dict) -> list[Row]:
             "source end token",
             "each source ends with </s>",
             "no </s> on the source (inputters/text_utils.numericalize adds <s> ... </s> to the target only)",
-            "the encoder sees one token fewer a sentence; the decoder starts from <s> in both",
+            "the encoder sees one token fewer a sentence",
             matched=False,
+        ),
+        Row(
+            "decoder start",
+            f"{start_token(s)} then the target shifted right",
+            "<s> then the target shifted right (inputters/text_utils.numericalize)",
+            "OpenNMT-py has no option for another start; the recipe's --decoder-start bos is OpenNMT-py's",
+            matched=s["decoder_start"] == "bos",
         ),
     ]
 
@@ -182,7 +189,7 @@ def _schedule_rows(s: dict) -> list[Row]:
         ),
         Row(
             "initialisation",
-            "normal(0, init_std) projections, normal(0, d^-0.5) embeddings",
+            initialisation(s),
             "param_init 0, param_init_glorot true (xavier_uniform on every matrix, the embeddings too; biases zero)",
             "OpenNMT's documented transformer settings; it has no normal initialisation",
             matched=False,

@@ -5,7 +5,7 @@ JSON record a run.
     python benchmarks/peers/run.py --task translation --system opennmt-py --seed 1
     python benchmarks/peers/run.py --task translation --system sockeye --seed 1
     python benchmarks/peers/run.py --task translation --system hf_vanilla --seed 1
-    python benchmarks/peers/run.py --task translation --system hf_vanilla-fairseq-init --seed 1  # its init and start
+    python benchmarks/peers/run.py --task translation --system hf_vanilla-normal-init --seed 1  # N(0, 0.02), <s>
     python benchmarks/peers/run.py --task translation --system fairseq --seed 1 --max-updates 20 --save-every 5 \
         --eval-every 10 --test-limit 20 --results-dir /tmp/peers        # a short check of every step, no figure
 
@@ -36,8 +36,8 @@ may have a variant (`Variant`: a suffix of the system's name and the recipe's fl
 also run without the copy mechanism (`-no-copy`: fairseq's `transformer`, OpenNMT-py without `copy_attn`, the
 recipe's `--no-pointer-generator`, each with the preset's settings for that model); parsing's recipe also runs
 without its tree grammar (`-no-grammar`: `--no-tree-grammar`), which fairseq, decoding freely, has no variant of;
-translation's recipe also runs with fairseq's initialisation and decoder start (`-fairseq-init`: `--init-scheme fairseq
---decoder-start eos`), which fairseq has already.
+translation's recipe, which starts as fairseq's `transformer` does (its initialisation and </s>), also runs as it did
+before (`-normal-init`: `--init-scheme normal --decoder-start bos`), which fairseq has no variant of.
 Parsing reads NLTK's WSJ sample from NLTK_DATA (where it is not set, from the docs' `../shared/data/nltk_data` beside
 the repository, where that exists).
 """
@@ -99,7 +99,7 @@ from summary_table import summarization_settings
 REPOSITORY = Path(__file__).resolve().parents[2]
 NO_COPY = "-no-copy"  # a system's variant without the copy mechanism (summarization)
 NO_GRAMMAR = "-no-grammar"  # the recipe's variant without the tree grammar (parsing)
-FAIRSEQ_INIT = "-fairseq-init"  # the recipe's variant with fairseq's initialisation and decoder start (translation)
+NORMAL_INIT = "-normal-init"  # the recipe's variant with N(0, 0.02) projections and <s> (translation)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ RECIPE_TOKENS_BASIS = (
     "the recipe's source + target tokens (</s> included) / training seconds (its validation and checkpoint saving "
     "included)"
 )
-CT2 = "hf_vanilla-ct2"  # the CTranslate2 export of the hf_vanilla run of the same seed, in its own row
+CT2 = "hf_vanilla-ct2"  # the CTranslate2 export of the hf_vanilla run of the same seed (and variant), in its own row
 READY = ("hf_vanilla", CT2, *PEERS)  # the systems this script runs so far
 
 
@@ -173,8 +173,8 @@ class Task:
 
 
 def translation_settings(preset: str, base: bool, overrides: dict) -> dict:
-    """The translation demo's settings (`demo_settings`), or (`base` False) its `-fairseq-init` variant's."""
-    return demo_settings(preset, **overrides, **({} if base else dict(init_scheme="fairseq", decoder_start="eos")))
+    """The translation demo's settings (`demo_settings`), or (`base` False) its `-normal-init` variant's."""
+    return demo_settings(preset, **overrides, **({} if base else dict(init_scheme="normal", decoder_start="bos")))
 
 
 def export_translation(settings: dict, work: Path, args: argparse.Namespace) -> tuple[Exported, object]:
@@ -253,9 +253,9 @@ TASKS = {
         test_inputs=translation_inputs,
         sides=LANGUAGES,
         variant=Variant(
-            FAIRSEQ_INIT,
-            "variant with fairseq's initialisation and decoder start",
-            ("--init-scheme", "fairseq", "--decoder-start", "eos"),
+            NORMAL_INIT,
+            "variant with N(0, 0.02) projections and a <s> decoder start",
+            ("--init-scheme", "normal", "--decoder-start", "bos"),
             peers=False,
         ),
     ),
@@ -331,7 +331,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     variant = TASKS[args.task].variant
     if suffix and (variant is None or variant.suffix != suffix):
         parser.error(f"{args.task} has no {VARIANTS[suffix].feature}: --system {system}, without {suffix}")
-    if suffix and system != "hf_vanilla" and not variant.peers:
+    if suffix and system not in ("hf_vanilla", CT2) and not variant.peers:
         parser.error(
             f"{system} has no {variant.feature} (only hf_vanilla's {args.task} recipe has it): "
             f"--system {system}, without {suffix}"
@@ -446,9 +446,9 @@ def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict
 def run_ct2(args: argparse.Namespace, settings: dict, work: Path) -> dict:
     """The CTranslate2 export of the finished hf_vanilla run of the same seed (`work`: that run's folder), decoded on
     the test split at the demo's beam (`ct2_row`) and scored; its training figures are that run's."""
-    output = work / "run"
+    output, exported = work / "run", "hf_vanilla" + split_system(args.system)[1]
     if not (output / "results.json").is_file():
-        raise user_exit("run.py", f"{output} holds no finished hf_vanilla run: run --system hf_vanilla first")
+        raise user_exit("run.py", f"{output} holds no finished {exported} run: run --system {exported} first")
     results = json.loads((output / "results.json").read_text())
     pairs = demo_corpus(settings)["test"]["translation"][: args.test_limit]
     references = [p[LANGUAGES[1]] for p in pairs]
@@ -533,14 +533,19 @@ def timed_decoding(
     return round(len(sources) / (time.perf_counter() - start), 2)
 
 
+def work_folder(args: argparse.Namespace, settings: dict) -> Path:
+    """--work-dir, else /tmp/peers/TASK-SYSTEM-SEED; a CTranslate2 row's is that of the hf_vanilla run (of its
+    variant) that it exports."""
+    system, suffix = split_system(args.system)
+    folder_system = ("hf_vanilla" + suffix if system == CT2 else args.system) + tuned_suffix(settings)
+    return args.work_dir or Path("/tmp/peers") / f"{args.task}-{folder_system}-{args.seed}"
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     TASKS[args.task].prepare()
     settings = run_settings(args)
-    # The CTranslate2 row reads the hf_vanilla run of its seed: by default, that run's folder.
-    folder_system = "hf_vanilla" if args.system == CT2 else args.system
-    folder_system += tuned_suffix(settings)
-    work = args.work_dir or Path("/tmp/peers") / f"{args.task}-{folder_system}-{args.seed}"
+    work = work_folder(args, settings)
     work.mkdir(parents=True, exist_ok=True)
     system = split_system(args.system)[0]
     peer = PEERS.get(system, PEERS["fairseq"])  # hf_vanilla's run is shown against fairseq's flags
@@ -576,7 +581,7 @@ def run_fairseq_or_recipe(args: argparse.Namespace, settings: dict, work: Path) 
     """The run of `args.system`."""
     if split_system(args.system)[0] == "hf_vanilla":
         return run_hf_vanilla(args, settings, work)
-    if args.system == CT2:
+    if split_system(args.system)[0] == CT2:
         return run_ct2(args, settings, work)
     return run_peer(args, settings, work)
 

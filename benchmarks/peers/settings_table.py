@@ -131,6 +131,16 @@ def start_token(s: dict) -> str:
     return "<s>" if s["decoder_start"] == "bos" else "</s>"
 
 
+def initialisation(s: dict) -> str:
+    """How the recipe draws a new model's weights under the settings `s` (`--init-scheme`)."""
+    if s["init_scheme"] == "normal":
+        return "--init-scheme normal: normal(0, init_std) projections, zero biases, normal(0, d^-0.5) embeddings"
+    return (
+        "--init-scheme fairseq: Xavier-uniform W^Q, W^K, W^V (gain 1/sqrt(2)) and W^O, nn.Linear's default elsewhere, "
+        "normal(0, d^-0.5) embeddings"
+    )
+
+
 def fairseq_rows(s: dict) -> list[Row]:
     """The side-by-side table of fairseq 0.12 (`transformer` arch, `label_smoothed_cross_entropy`, `adam`,
     `inverse_sqrt`) against the settings `s` (`demo_settings`): the model's rows, training's, then decoding's."""
@@ -226,9 +236,7 @@ def _training_rows(s: dict) -> list[Row]:
         ),
         Row(
             "initialisation",
-            "normal(0, init_std) projections, zero biases, normal(0, d^-0.5) embeddings"
-            if s["init_scheme"] == "normal"
-            else "--init-scheme fairseq: fairseq's, as its column says",
+            initialisation(s),
             "Xavier-uniform W^Q, W^K, W^V (gain 1/sqrt(2); biases U(+-d^-0.5)) and W^O (bias 0); feed-forward layers "
             "PyTorch's nn.Linear default (weights and biases U(+-fan_in^-0.5)); normal(0, d^-0.5) embeddings",
             "fairseq has no flag for another initialisation (modules/multihead_attention.py reset_parameters; "

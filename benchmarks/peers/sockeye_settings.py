@@ -2,7 +2,14 @@
 `sockeye-translate` flags derived from the same settings, each checked against Sockeye 3.1.34's own source
 (`sockeye/arguments.py`, `lr_scheduler.py`, `loss.py`, `beam_search.py`, `inference.py`, `model.py`)."""
 
-from settings_table import Row, decode_batch_sentences, hf_decoding_batches, peer_rate, start_token
+from settings_table import (
+    Row,
+    decode_batch_sentences,
+    hf_decoding_batches,
+    initialisation,
+    peer_rate,
+    start_token,
+)
 
 # Sockeye's four special symbols, ids 0-3 in this order (sockeye.constants.VOCAB_SYMBOLS); a vocabulary JSON that
 # does not start with them is refused (sockeye.vocab.is_valid_vocab).
@@ -256,7 +263,7 @@ def _budget_rows(s: dict) -> list[Row]:
         ),
         Row(
             "initialisation",
-            "normal(0, init_std) projections, normal(0, d^-0.5) embeddings",
+            initialisation(s),
             "xavier_uniform projections and tied embedding/output matrix, zero biases (sockeye.model."
             "initialize_parameters)",
             "the output layer, initialised after the embeddings, overwrites their uniform(-0.07, 0.07): no flag",
@@ -266,6 +273,7 @@ def _budget_rows(s: dict) -> list[Row]:
             "decoder start",
             f"{start_token(s)} then the target shifted right",
             "<s> then the target shifted right (its target input)",
+            "Sockeye has no flag for another start; the recipe's --decoder-start bos is Sockeye's",
             matched=s["decoder_start"] == "bos",
         ),
         Row(

@@ -83,6 +83,21 @@ def test_every_recipe_preset_is_compared_and_the_sizes_alone_set_the_copy_mechan
     ] == []
 
 
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_the_translation_presets_start_a_model_as_fairseq_and_the_others_as_before(name):
+    """Every translation preset draws a new model with fairseq's initialisation and starts its decoder from </s>;
+    the parsing and summarization presets keep N(0, 0.02) and <s>; the flags override either."""
+    task, presets = RECIPES[name]
+    expected = ("fairseq", "eos") if task == "translation" else ("normal", "bos")
+    for preset in presets:
+        settings = resolve(recipe(name).Arguments(preset=preset), presets)
+        assert (run_config(settings, task).init_scheme, settings.decoder_start) == expected, preset
+    other = {"fairseq": "normal", "normal": "fairseq", "eos": "bos", "bos": "eos"}
+    flipped = dict(init_scheme=other[expected[0]], decoder_start=other[expected[1]])
+    settings = resolve(recipe(name).Arguments(preset="smoke", **flipped), presets)
+    assert (run_config(settings, task).init_scheme, settings.decoder_start) == tuple(flipped.values())
+
+
 def test_a_loaded_model_keeps_its_architecture_and_takes_the_training_flags(saved_copier):
     config = run_config(
         summarize_settings(preset="tiny", init_from=saved_copier, label_smoothing=0.0), "summarization"
