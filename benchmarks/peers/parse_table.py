@@ -58,7 +58,7 @@ def parsing_settings(preset: str = "demo", grammar: bool = True, **overrides) ->
         **{name: getattr(model, name) for name in names},
         "treebank": run.treebank,
         "tree_grammar": bool(run.tree_grammar),
-        **resolved_training(run, model.d_model),
+        **resolved_training(run, model),
         "final_model": run.final_model,
         "max_length": run.max_length,
         "max_length_ratio": run.max_length_ratio,

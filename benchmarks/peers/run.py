@@ -446,7 +446,7 @@ def run_hf_vanilla(args: argparse.Namespace, settings: dict, work: Path) -> dict
 def run_ct2(args: argparse.Namespace, settings: dict, work: Path) -> dict:
     """The CTranslate2 export of the finished hf_vanilla run of the same seed (`work`: that run's folder), decoded on
     the test split at the demo's beam (`ct2_row`) and scored; its training figures are that run's."""
-    output, exported = work / "run", "hf_vanilla" + split_system(args.system)[1]
+    output, exported = work / "run", exported_system(args.system)
     if not (output / "results.json").is_file():
         raise user_exit("run.py", f"{output} holds no finished {exported} run: run --system {exported} first")
     results = json.loads((output / "results.json").read_text())
@@ -533,11 +533,15 @@ def timed_decoding(
     return round(len(sources) / (time.perf_counter() - start), 2)
 
 
+def exported_system(system: str) -> str:
+    """The hf_vanilla system (of the same variant) whose run a CTranslate2 system exports."""
+    return "hf_vanilla" + split_system(system)[1]
+
+
 def work_folder(args: argparse.Namespace, settings: dict) -> Path:
-    """--work-dir, else /tmp/peers/TASK-SYSTEM-SEED; a CTranslate2 row's is that of the hf_vanilla run (of its
-    variant) that it exports."""
-    system, suffix = split_system(args.system)
-    folder_system = ("hf_vanilla" + suffix if system == CT2 else args.system) + tuned_suffix(settings)
+    """--work-dir, else /tmp/peers/TASK-SYSTEM-SEED; a CTranslate2 row's is that of the run it exports."""
+    ct2 = split_system(args.system)[0] == CT2
+    folder_system = (exported_system(args.system) if ct2 else args.system) + tuned_suffix(settings)
     return args.work_dir or Path("/tmp/peers") / f"{args.task}-{folder_system}-{args.seed}"
 
 
@@ -579,9 +583,10 @@ def main(argv: list[str] | None = None) -> dict:
 
 def run_fairseq_or_recipe(args: argparse.Namespace, settings: dict, work: Path) -> dict:
     """The run of `args.system`."""
-    if split_system(args.system)[0] == "hf_vanilla":
+    system = split_system(args.system)[0]
+    if system == "hf_vanilla":
         return run_hf_vanilla(args, settings, work)
-    if split_system(args.system)[0] == CT2:
+    if system == CT2:
         return run_ct2(args, settings, work)
     return run_peer(args, settings, work)
 

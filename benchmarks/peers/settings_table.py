@@ -30,7 +30,7 @@ def demo_settings(preset: str = "demo", **overrides) -> dict:
     if unknown:
         raise ValueError(f"not overridable: {sorted(unknown)}")
     run = {**DEFAULTS, **WMT_PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
-    model = VanillaTransformerConfig.from_size(run["model_size"], init_scheme=run.get("init_scheme", "normal"))
+    model = VanillaTransformerConfig.from_size(run["model_size"], init_scheme=run["init_scheme"])
     decoding = VanillaGenerationConfig.from_model_config(model)
     betas = tuple(float(b) for b in run["adam_betas"].split(","))
     return {
@@ -113,16 +113,17 @@ class Row:
     matched: bool = True
 
 
-def resolved_training(run, d_model: int) -> dict:
+def resolved_training(run, model: VanillaTransformerConfig) -> dict:
     """A resolved recipe run's (`hf_vanilla.training.arguments.resolve`) optimizer, schedule, batch, checkpoint and
-    validation settings, as summarization's and parsing's tables read them."""
+    validation settings, with its model's (`run_config`) initialisation, as summarization's and parsing's tables read
+    them."""
     names = ("vocab_size", "adam_eps", "warmup_steps", "lr_scale", "tokens_per_step", "max_steps", "save_every")
     names += ("keep_last", "average_last", "eval_every", "decoder_start")
     return {
         **{name: getattr(run, name) for name in names},
-        "init_scheme": run.init_scheme or "normal",
+        "init_scheme": model.init_scheme,
         "adam_betas": run.betas,
-        "peak_lr": peak_learning_rate(d_model, run.warmup_steps, run.lr_scale),
+        "peak_lr": peak_learning_rate(model.d_model, run.warmup_steps, run.lr_scale),
     }
 
 

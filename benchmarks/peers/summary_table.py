@@ -57,7 +57,7 @@ def summarization_settings(preset: str = "demo", copy: bool = True, **overrides)
         **_model_settings(model),
         "whole_word_copy": model.pointer_generator and run.whole_word_copy is not False,
         "lowercase": bool(run.lowercase),
-        **resolved_training(run, model.d_model),
+        **resolved_training(run, model),
         "eval_metric_sentences": run.eval_metric_sentences,
         "best_checkpoint_metric": run.best_checkpoint_metric,
         "final_model": run.final_model,
