@@ -175,6 +175,37 @@ def reversal_rows(
     return ids, (ids != 0).long(), [[*sequence[::-1], 2] for sequence in chosen]
 
 
+def varied(row: list[int]) -> bool:
+    """A decoding worth comparing (`assert_varied`'s row test): at least 3 distinct tokens."""
+    return len(set(row)) >= 3
+
+
+def chosen_rows(
+    model, seed: int, rows: int, decoding: dict, wanted=None, candidates: int = 48
+) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """(input_ids, attention_mask, answers) of `rows` of `reversal_batch(seed, candidates)`'s sequences whose
+    decodings under `decoding` (generate() arguments over `RULE_FREE`, without the cache) are `varied` and differ
+    from one another: so a test that compares decodings compares ones worth comparing on every machine, not what
+    this machine's fixture happens to write for a fixed batch. `wanted(sequence, decoding)`, if given, must hold for
+    at least one chosen row (the first such candidate is taken first). Fails the calling test, naming what the
+    model wrote, when there are not enough."""
+    drawn, _, _ = reversal_batch(seed, candidates)
+    sequences = [[token for token in row if token > 3] for row in drawn.tolist()]
+    limit = {"max_new_tokens": max(map(len, sequences)) + 3}
+    outputs = decoded_without_cache(model, sequences, {**RULE_FREE, **limit, **decoding})
+    good = [i for i, out in enumerate(outputs) if varied(out) and outputs.index(out) == i]
+    first = [i for i in good if wanted is None or wanted(sequences[i], outputs[i])][:1]
+    picked = first + [i for i in good if i not in first][: rows - len(first)]
+    if len(picked) < rows or (wanted is not None and not first):
+        written = "; ".join(f"{_words(s)!r} -> {_words(o)!r}" for s, o in zip(sequences, outputs))
+        pytest.fail(f"of {candidates} candidates, {len(good)} decode varied, {len(first)} as wanted: {written}")
+    picked.sort()
+    ids = torch.zeros(rows, max(len(sequences[i]) for i in picked) + 1, dtype=torch.long)
+    for row, i in enumerate(picked):
+        ids[row, : len(sequences[i]) + 1] = torch.tensor([*sequences[i], 2])
+    return ids, (ids != 0).long(), [[*sequences[i][::-1], 2] for i in picked]
+
+
 def reversal_tokenizer():
     """A word-level tokenizer for the reversal model's 32 ids: <pad> <s> </s> <unk>, then one letter per symbol
     (a-x for REVERSAL_SYMBOLS, y z A B for the unused ids); it appends </s> as hf_vanilla's tokenizers do."""
@@ -224,5 +255,5 @@ def assert_cache_changes_nothing(model, num_beams: int, sums: dict[str, int]) ->
 def assert_varied(sequences: torch.Tensor) -> None:
     """Decodings worth comparing: every row writes at least 3 distinct tokens, and no two rows are the same."""
     rows = [tuple(decoded(row)) for row in sequences.tolist()]
-    assert all(len(set(row)) >= 3 for row in rows), rows
+    assert all(varied(row) for row in rows), rows
     assert len(set(rows)) == len(rows), rows

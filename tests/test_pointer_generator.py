@@ -24,7 +24,9 @@ from reversal import (
     REPEATING,
     SHORT,
     assert_varied,
+    chosen_rows,
     decoded,
+    decoded_without_cache,
     reversal_accuracy,
     reversal_batch,
     reversal_tokenizer,
@@ -424,8 +426,13 @@ def test_generate_copies_whole_words_at_every_step_with_the_mask_of_its_config(p
     decoding (fewer exact reversals), the generation config's ids decode as the keyword does, and beams decode the
     same with and without the cache."""
     model = pointer_reversal_model
-    ids, mask, answers = reversal_batch(seed=6, rows=8)
     words = list(range(4, 32, 2))
+
+    def reversed_only_freely(source: list[int], ruled: list[int]) -> bool:
+        return ruled != [*source[::-1], 2] and decoded_without_cache(model, [source]) == [[*source[::-1], 2]]
+
+    # 8 sources whose ruled decodings are varied, one of them reversed right without the rule and wrong with it
+    ids, mask, answers = chosen_rows(model, 6, 8, {"word_continuation_ids": words}, wanted=reversed_only_freely)
     continues = torch.zeros(model.config.vocab_size, dtype=torch.bool)
     continues[words] = True
     kwargs = dict(attention_mask=mask, max_new_tokens=12, output_logits=True, return_dict_in_generate=True)
