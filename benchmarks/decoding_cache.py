@@ -16,15 +16,14 @@ the ratio of the medians.
 
 import argparse
 import contextlib
-import functools
 import statistics
 import time
+import unittest.mock
 
 import torch
 from tqdm.auto import tqdm
-from transformers import GenerationMixin
 
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, beam_search_vanilla
 from hf_vanilla.decoding import generate_texts, load_for_decoding, model_task, parse_texts
 from hf_vanilla.errors import user_exit
 
@@ -67,14 +66,13 @@ def trained_decoder(args: argparse.Namespace):
 
 @contextlib.contextmanager
 def caching(model, cache: str):
-    """`generate` on `model` with one of CACHES: ours (the model's own cache preparation) or transformers' (its
-    `GenerationMixin` preparation, which makes a `DynamicCache`)."""
-    if cache == "DynamicCache":
-        model._prepare_cache_for_generation = functools.partial(GenerationMixin._prepare_cache_for_generation, model)
-    try:
+    """`generate` on `model` with one of CACHES: ours (beam search's `VanillaDecodingCacheLayer`s) or transformers'
+    `DynamicCache` as transformers makes it (the beam search leaves its layers as they are)."""
+    if cache != "DynamicCache":
         yield
-    finally:
-        model.__dict__.pop("_prepare_cache_for_generation", None)
+        return
+    with unittest.mock.patch.object(beam_search_vanilla, "use_decoding_cache_layers", lambda cache, length: None):
+        yield
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

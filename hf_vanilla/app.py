@@ -60,6 +60,11 @@ SUMMARY_PARAMETERS = {
 THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
 
 
+# The defaults transformers' `GenerationConfig` documents for the settings the app shows (a saved config may leave them
+# unset: None), read from its docstring, not from a private member.
+TRANSFORMERS_DEFAULTS = {"num_beams": 1, "length_penalty": 1.0, "no_repeat_ngram_size": 0}
+
+
 @dataclass
 class DemoModel:
     """A model of the demo: its name (a folder or a Hub id) and config, read when the app is built; the weights and
@@ -85,8 +90,8 @@ class DemoModel:
             generation = GenerationConfig.from_pretrained(name)
         except OSError:  # no generation_config.json: transformers' defaults, as generate() would use
             generation = GenerationConfig()
-        # transformers 5 leaves unset values None and generate() fills them from these defaults.
-        defaults = GenerationConfig._get_default_generation_params()
+        # transformers 5 leaves unset values None and generate() fills them from its documented defaults.
+        defaults = TRANSFORMERS_DEFAULTS
         settings = settings_for(model_task(config))
         values = {setting.name: getattr(generation, setting.name, None) for setting in settings}
         return cls(name, config, {k: defaults.get(k) if value is None else value for k, value in values.items()})

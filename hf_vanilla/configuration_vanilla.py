@@ -70,7 +70,7 @@ class VanillaGenerationConfig(GenerationConfig):
 
     And one of speed: `drop_finished_sentences` (on by default) lets beam search drop a sentence from the batch once
     no later step can change its hypotheses, instead of computing its beams until the batch's last sentence ends; the
-    outputs are the same (see `VanillaGenerationMixin._beam_search`).
+    outputs are the same (see `beam_search_vanilla.beam_search`).
 
     A new model's generation config is the paper's decoding for its `config.decoding` (`DECODING`); it is saved as
     `generation_config.json` beside the weights and read back from there."""

@@ -9,8 +9,8 @@ from tqdm.auto import tqdm
 from transformers import LogitsProcessorList
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
+from .beam_search_vanilla import rows_a_source
 from .errors import error_line
-from .generation_vanilla import rows_a_source
 from .model_paths import model_path_problem
 from .tokenization import truncate_ids  # one rule for a long input, in training and decoding
 

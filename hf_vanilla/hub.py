@@ -14,13 +14,19 @@ from transformers import AutoTokenizer
 from .cards import check_card, load_results, render_model_card
 from .modeling_vanilla import VanillaTransformerForConditionalGeneration
 
-REQUIRED_FILES = (
-    "config.json",
-    "model.safetensors",
+# The model's source files `save_pretrained` writes beside the weights (the modeling file and its relative imports):
+# what a Hub loader runs as remote code.
+REMOTE_CODE_FILES = (
     "modeling_vanilla.py",
     "configuration_vanilla.py",
     "generation_vanilla.py",
+    "beam_search_vanilla.py",
     "decoding_settings.py",
+)
+REQUIRED_FILES = (
+    "config.json",
+    "model.safetensors",
+    *REMOTE_CODE_FILES,
     "tokenizer.json",
     "generation_config.json",
     "README.md",

@@ -50,9 +50,11 @@ def _causal_mask_lets_the_future_in(m: ModuleType) -> None:
 
 
 def _beam_search_reorders_no_cache(m: ModuleType) -> None:
-    m.VanillaTransformerForConditionalGeneration._reorder_cache = lambda self, past_key_values, beam_idx: (
-        past_key_values
-    )
+    """The beam search (the module beside `modeling_vanilla`, the package's or a remote-code copy) leaves every row's
+    cache where it was after a beam reorder."""
+    import sys
+
+    sys.modules[m.__name__.rpartition(".")[0] + ".beam_search_vanilla"].reorder_cache = lambda cache, beam_idx: None
 
 
 def _decoder_layer_mask(m: ModuleType, last_layer_only: bool) -> None:

@@ -24,7 +24,7 @@ import pytest
 from huggingface_hub import SpaceCard
 
 from hf_vanilla.decoding import generate_texts, load_for_decoding, parse_texts
-from hf_vanilla.decoding_settings import APP_INPUT_TOKENS
+from hf_vanilla.decoding_settings import APP_INPUT_TOKENS, settings_for
 from hf_vanilla.hub import space_requirements
 from hf_vanilla.parsing import parse_tree
 from hf_vanilla.parsing.drawing import tree_svg
@@ -669,3 +669,14 @@ def test_summarize_tab_in_a_browser(browser, served, summarization_model):
     assert all(token in shown for token in summary.split())  # the shaded summary tokens
     _shot(page, "summarize")
     page.close()
+
+
+def test_the_apps_defaults_for_unset_settings_are_transformers_own():
+    """The app shows transformers' defaults where a saved generation config leaves a setting unset; it keeps its own
+    copy of them (the package calls no private member of transformers), which this compares with transformers'."""
+    from transformers import GenerationConfig
+
+    defaults = GenerationConfig._get_default_generation_params()
+    assert app.TRANSFORMERS_DEFAULTS == {name: defaults[name] for name in app.TRANSFORMERS_DEFAULTS}
+    shown = {setting.name for task in ("translation", "parsing", "summarization") for setting in settings_for(task)}
+    assert {name for name in shown if name in defaults} == set(app.TRANSFORMERS_DEFAULTS)

@@ -1,24 +1,15 @@
-"""Beam search that drops a settled sentence from the batch (`VanillaGenerationMixin._beam_search`): the sequences
-of transformers' own loop (`drop_finished_sentences=False`), from fewer rows; and the per-sentence logits
-processors it narrows (`for_sentences`)."""
+"""Beam search that drops a settled sentence from the batch (`beam_search_vanilla.beam_search`): the sequences of
+every row kept to the end (`drop_finished_sentences=False`), from fewer rows; and the per-sentence logits processors
+it narrows (`for_sentences`)."""
 
 import pytest
 import torch
 from transformers import LogitsProcessor
 
-from hf_vanilla.generation_vanilla import (
-    SourceLengthLimitLogitsProcessor,
-    SourceLicensedStutterLogitsProcessor,
-    sentence_rows,
-)
+from hf_vanilla.beam_search_vanilla import sentence_rows
+from hf_vanilla.generation_vanilla import SourceLengthLimitLogitsProcessor, SourceLicensedStutterLogitsProcessor
 
 from reversal import assert_varied, reversal_batch
-
-
-@pytest.fixture(params=["plain", "copy"])
-def decoding_model(request):
-    """Both trained reversal models: the paper's and the pointer-generator, whose steps carry the source ids."""
-    return request.getfixturevalue("reversal_model" if request.param == "plain" else "pointer_reversal_model")
 
 
 def decode(model, ids, mask, drop: bool | None, **settings) -> tuple[torch.Tensor, list[int]]:
@@ -71,27 +62,50 @@ def test_a_batch_cut_at_its_length_limit_keeps_the_sentences_it_dropped(reversal
     assert rows[-1] < rows[0] and (full[:, -1] != 2).any() and (full == 2).any(-1).any()
 
 
+class ExactLengths(LogitsProcessor):
+    """Every hypothesis of sentence i writes exactly `lengths[i]` tokens, then </s>: </s> is blocked before, and is
+    the only choice there. So the hypotheses' lengths are the test's, not what a trained model happens to write on
+    this machine's kernels; which tokens they write is still the model's."""
+
+    def __init__(self, lengths: torch.Tensor, eos: int = 2):
+        self.lengths, self.eos = lengths, eos
+
+    def __call__(self, input_ids, scores):
+        written = input_ids.shape[1] - 1  # after the start token
+        lengths = self.lengths.repeat_interleave(scores.shape[0] // len(self.lengths))
+        scores = scores.clone()
+        scores[lengths > written, self.eos] = -float("inf")
+        ends = lengths == written
+        scores[ends] = torch.where(torch.arange(scores.shape[1]) == self.eos, scores[ends], -float("inf"))
+        return scores
+
+    def for_sentences(self, kept):
+        return ExactLengths(self.lengths[kept], self.eos)
+
+
 def test_the_running_beams_token_rows_widen_as_the_steps_need(reversal_model, monkeypatch):
     """The running beams' token rows start short and double when a step needs more room (a step's gathers copy them
-    whole): on sources of 15 to 40 symbols, longer than the model learnt, hypotheses shorter than the first row and
-    longer than the second decode exactly transformers' sequences, fill past each one's end included."""
-    from hf_vanilla import generation_vanilla
+    whole): hypotheses shorter than the first row, between the first and the second, and longer than the second
+    (`ExactLengths`), decode exactly the sequences of every row kept to the end, fill past each one's end included."""
+    from hf_vanilla import beam_search_vanilla
 
-    widths, widen = [], generation_vanilla._Beams.widen
+    widths, widen = [], beam_search_vanilla._Beams.widen
 
     def counting(self, width, fill):
         widths.append(width)
         return widen(self, width, fill)
 
-    monkeypatch.setattr(generation_vanilla._Beams, "widen", counting)
-    ids, mask, _ = reversal_batch(seed=3, rows=10, lengths=(15, 40))
-    full, _ = decode(reversal_model, ids, mask, drop=False, num_beams=3, max_new_tokens=60)
-    dropped, rows = decode(reversal_model, ids, mask, drop=True, num_beams=3, max_new_tokens=60)
+    monkeypatch.setattr(beam_search_vanilla._Beams, "widen", counting)
+    ids, mask, _ = reversal_batch(seed=3, rows=6, lengths=(15, 40))
+    lengths = torch.tensor([9, 30, 12, 50, 25, 40])  # 1 prompt token: rows of 18, then 37 (2 * 18 + 1), then 61
+    decoding = dict(num_beams=3, max_new_tokens=60, logits_processor=[ExactLengths(lengths)])
+    full, _ = decode(reversal_model, ids, mask, drop=False, **decoding)
+    widths.clear()
+    dropped, rows = decode(reversal_model, ids, mask, drop=True, **decoding)
     assert torch.equal(dropped, full) and rows[-1] < rows[0]
     assert widths == [37, 61], widths  # from 18 (1 prompt token: 2 + 16) to 37, then to max_length (1 + 60)
-    written = (full != 2).sum(-1)  # eos is also the fill here (pad id 0: transformers fills with eos)
-    assert written.min() < 18 and ((18 < written) & (written < 37)).any(), written
-    assert full.shape[1] > 37  # a hypothesis written past the second widening (the first row of 37 positions)
+    assert torch.equal((full[:, 1:] != 2).sum(-1), lengths)  # each wrote its length (eos is also the fill here)
+    assert_varied(full)
 
 
 class PlaceInBatch(LogitsProcessor):

@@ -11,7 +11,7 @@ from transformers import AutoTokenizer
 
 from hf_vanilla import VanillaTransformerForConditionalGeneration, cards
 from hf_vanilla.cards import CardError, check_card, render_model_card
-from hf_vanilla.hub import PublishError, build_hub_folder, push_model_folder
+from hf_vanilla.hub import REMOTE_CODE_FILES, PublishError, build_hub_folder, push_model_folder
 from hf_vanilla.parsing import parse_tree
 
 from remote_loader import run_loader
@@ -24,10 +24,7 @@ def test_translation_folder_loads_without_the_package_and_translates_identically
     assert {
         "model.safetensors",
         "config.json",
-        "modeling_vanilla.py",
-        "configuration_vanilla.py",
-        "generation_vanilla.py",
-        "decoding_settings.py",
+        *REMOTE_CODE_FILES,
         "tokenizer.json",
         "generation_config.json",
         "README.md",

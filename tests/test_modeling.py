@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import shutil
 
 import numpy as np
@@ -11,8 +12,13 @@ from safetensors import safe_open
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 import hf_vanilla
-from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, VanillaTransformerModel
-from hf_vanilla.generation_vanilla import VanillaDecodingCacheLayer, VanillaGenerationMixin, gnmt_length_penalty
+from hf_vanilla import (
+    VanillaTransformerConfig,
+    VanillaTransformerForConditionalGeneration,
+    VanillaTransformerModel,
+    beam_search_vanilla,
+)
+from hf_vanilla.generation_vanilla import VanillaDecodingCacheLayer, gnmt_length_penalty
 from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
 
 from reversal import (
@@ -531,13 +537,6 @@ def test_the_reversal_model_decodes_what_it_was_trained_for(reversal_model):
     assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4) >= 0.9
 
 
-@pytest.fixture(params=["plain", "copy"])
-def decoding_model(request):
-    """The decoding tests below run on both trained reversal models: the paper's (`reversal_model`) and the one with
-    the copy mechanism (`pointer_reversal_model`), whose steps also carry the source ids to the copy."""
-    return request.getfixturevalue("reversal_model" if request.param == "plain" else "pointer_reversal_model")
-
-
 def model_sums(model) -> dict[str, int]:
     """The `rounding_tolerance` sums of the model's log-probabilities (a pointer-generator's has 3 more)."""
     return pointer_sums(model.config) if model.config.pointer_generator else transformer_sums(model.config)
@@ -706,35 +705,127 @@ def test_greedy_beam_and_sampling_all_work_through_generate(reversal_model):
     assert torch.equal(logits.argmax(-1)[greedy[:, 1:] != 0], greedy[:, 1:][greedy[:, 1:] != 0])
 
 
-def test_transformers_beam_search_hooks_are_still_those_the_gnmt_penalty_overrides():
-    """The GNMT length penalty and the beam reorder override private hooks of transformers' beam search (there is no
-    public way). A transformers release that renames them, changes their keyword arguments or calls them otherwise
-    would silently give the power penalty or gather the wrong cache: this fails instead."""
+def private_generation_members() -> set[str]:
+    """The private names of transformers' generation code: its mixin's members, the hooks it looks up on a model by
+    name (`hasattr(self, "_reorder_cache")`), and its generation config's members, those it sets while preparing a
+    call (`_eos_token_tensor`) included."""
+    import ast
     import inspect
 
+    from transformers import GenerationConfig, GenerationMixin
+    from transformers.generation import utils
+
+    config = GenerationConfig(eos_token_id=2, pad_token_id=0, bos_token_id=1, decoder_start_token_id=1)
+    GenerationMixin._prepare_special_tokens(tiny_model(), config, True, torch.device("cpu"))
+    names = set(dir(GenerationMixin)) | set(dir(GenerationConfig)) | set(vars(config))
+    looked_up = ast.walk(ast.parse(inspect.getsource(utils)))
+    names |= {node.value for node in looked_up if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return {name for name in names if name.isidentifier() and name.startswith("_") and not name.startswith("__")}
+
+
+def private_uses(source: str, private: set[str]) -> list[str]:
+    """Where `source` (a module's text) defines, reads or imports one of the `private` names."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in private:
+            found.append(f"line {node.lineno}: defines {node.name}")
+        elif isinstance(node, ast.Attribute) and node.attr in private:
+            found.append(f"line {node.lineno}: reads .{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformers"):
+            found += [f"line {node.lineno}: imports {a.name}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+def test_nothing_in_the_package_overrides_or_calls_a_private_member_of_transformers_generation_code():
+    """Decoding goes through transformers' public extension points only (logits processors, model keyword arguments,
+    `custom_generate`, the cache classes), so that the next transformers release cannot silently change it. The
+    model-definition hooks every transformers model defines (`_init_weights`, `_no_split_modules`) are not
+    generation code."""
+    from pathlib import Path
+
+    import hf_vanilla
+
+    private = private_generation_members()
+    assert {"_beam_search", "_reorder_cache", "_prepare_cache_for_generation", "_eos_token_tensor"} <= private
+    files = sorted(Path(hf_vanilla.__file__).parent.rglob("*.py"))
+    found = {str(file): private_uses(file.read_text(), private) for file in files}
+    assert not {file: uses for file, uses in found.items() if uses}
+    assert private_uses("class M:\n    def _reorder_cache(self): pass\nx._prefill()\n", private) == [
+        "line 2: defines _reorder_cache",
+        "line 3: reads ._prefill",
+    ]
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        dict(num_beams=4, max_new_tokens=16, length_penalty=0.6),
+        dict(num_beams=4, max_new_tokens=16, early_stopping=False, length_penalty=1.0),
+        dict(num_beams=3, max_new_tokens=16, early_stopping="never", length_penalty=0.6),
+        dict(num_beams=4, max_new_tokens=16, early_stopping=True, no_repeat_ngram_size=2),
+        dict(num_beams=5, num_return_sequences=3, max_new_tokens=7),
+        dict(num_beams=4, max_new_tokens=12, do_sample=True, top_k=4),
+    ],
+    ids=["power 0.6", "no early stop", "never stop early", "early stop, n-gram rule", "several returned", "sampled"],
+)
+def test_the_beam_search_decodes_what_transformers_own_beam_search_does(decoding_model, setting):
+    """Under transformers' power length penalty, hf_vanilla's beam search (its own loop, with settled sentences
+    dropped, shared encoder rows and its cache) returns transformers' `GenerationMixin.generate`'s sequences, scores
+    and beam indices bit for bit: the same search, so the GNMT penalty is its one change of ranking."""
     from transformers import GenerationMixin
 
-    read = {
-        "_update_finished_beams": {"cur_len", "decoder_prompt_len", "topk_log_probs", "length_penalty"},
-        "_check_early_stop_heuristic": {
-            "cur_len",
-            "decoder_prompt_len",
-            "running_beam_scores",
-            "length_penalty",
-            "early_stopping",
-            "max_length",
-        },
-    }
-    search = inspect.getsource(GenerationMixin._beam_search)
-    for hook, names in read.items():
-        parameters = set(inspect.signature(getattr(GenerationMixin, hook)).parameters)
-        assert names <= parameters, f"transformers changed {hook}: {sorted(names - parameters)} are gone"
-        call = search[search.index(f"self.{hook}(") :].split(")", 1)[0]
-        assert all(f"{name}=" in call for name in names), f"transformers no longer passes {hook} keyword arguments"
-    assert "self._reorder_cache(model_kwargs[cache_key], beam_idx)" in search
-    # generate() marks the GNMT style by the type of the config's length_penalty (GNMTAlpha), which must reach the
-    # hooks as it is, not converted.
-    assert "length_penalty = generation_config.length_penalty\n" in search
+    ids, mask, _ = reversal_batch(seed=3, rows=10, lengths=(3, 10))
+    kwargs = dict(attention_mask=mask, return_dict_in_generate=True, output_scores=True, **setting)
+    extra = dict(source_ids=ids) if decoding_model.config.pointer_generator else {}
+    torch.manual_seed(0)
+    theirs = GenerationMixin.generate(decoding_model, ids, **kwargs, **extra)
+    torch.manual_seed(0)
+    ours = decoding_model.generate(ids, length_penalty_style="power", **kwargs)
+    torch.manual_seed(0)
+    dropped = decoding_model.generate(ids, length_penalty_style="power", **dict(kwargs, return_dict_in_generate=False))
+    assert_varied(theirs.sequences[:: setting.get("num_return_sequences", 1)])
+    assert torch.equal(ours.sequences, theirs.sequences) and torch.equal(dropped, theirs.sequences)
+    assert torch.equal(ours.sequences_scores, theirs.sequences_scores)
+    assert torch.equal(ours.beam_indices, theirs.beam_indices)
+    for a, b in zip(ours.scores, theirs.scores, strict=True):
+        assert torch.equal(a, b)
+
+
+DECODINGS_SCRIPT = """
+import torch, hf_vanilla
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from hf_vanilla.modeling_vanilla import CACHE_NAME
+for copies in (False, True):
+    config = hf_vanilla.VanillaTransformerConfig.from_size("tiny", vocab_size=40, pointer_generator=copies)
+    model = hf_vanilla.VanillaTransformerForConditionalGeneration(config).eval()
+    ids = torch.randint(4, 40, (3, 6))
+    for settings in (dict(num_beams=1), dict(num_beams=3), dict(num_beams=3, return_dict_in_generate=True),
+                     dict(num_beams=2, cache_implementation="static"), dict(do_sample=True, top_k=4, num_beams=1)):
+        model.generate(ids, max_new_tokens=5, **settings)
+    cache = {CACHE_NAME: EncoderDecoderCache(DynamicCache(), DynamicCache())}  # the caller's, by the release's name
+    model.generate(ids, max_new_tokens=5, num_beams=2, **cache)
+    model(input_ids=ids, decoder_input_ids=ids[:, :3], use_cache=True)
+print("decoded")
+"""
+
+
+def test_decoding_under_the_installed_transformers_warns_of_nothing_deprecated():
+    """Greedy, beams, a static cache, sampling and a forward with the cache, for both models, in a fresh process (a
+    deprecation is logged once a process): transformers 5.24 renamed `past_key_values` to `cache`, and warns where
+    the old name is still passed or read."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-W", "always::DeprecationWarning", "-W", "always::FutureWarning", "-c", DECODINGS_SCRIPT],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TRANSFORMERS_VERBOSITY": "warning"},
+    )
+    assert done.returncode == 0 and "decoded" in done.stdout, done.stderr[-3000:]
+    assert "deprecat" not in done.stderr.lower(), done.stderr[-3000:]
 
 
 def test_unknown_length_penalty_style_is_rejected():
@@ -755,7 +846,7 @@ def test_decoding_steps_read_nothing_back_from_the_device(monkeypatch):
     def record(original):
         def read(self):
             caller = traceback.extract_stack()[-2]
-            if caller.filename.endswith(("modeling_vanilla.py", "generation_vanilla.py")):
+            if caller.filename.endswith(("modeling_vanilla.py", "generation_vanilla.py", "beam_search_vanilla.py")):
                 reads.append(caller.lineno)
             return original(self)
 
@@ -794,7 +885,7 @@ def test_beam_search_gathers_the_self_attention_cache_only(monkeypatch):
     cross_keys = cache.cross_attention_cache.layers[0].keys
     self_keys = cache.self_attention_cache.layers[0].keys
     beam_idx = torch.tensor([1, 1, 2, 3])
-    assert model._reorder_cache(cache, beam_idx) is cache
+    beam_search_vanilla.reorder_cache(cache, beam_idx)
     assert cache.cross_attention_cache.layers[0].keys is cross_keys
     assert torch.equal(cache.self_attention_cache.layers[0].keys, self_keys[beam_idx])
 
@@ -803,7 +894,7 @@ def test_beam_search_gathers_the_self_attention_cache_only(monkeypatch):
     )
     ours = model.generate(ids, **kwargs)
     assert (ours.beam_indices[:, 1:] != ours.beam_indices[:, :1]).any()  # beams were reordered
-    monkeypatch.delattr(VanillaGenerationMixin, "_reorder_cache")  # transformers' full reorder
+    monkeypatch.setattr(beam_search_vanilla, "reorder_cache", lambda cache, idx: cache.reorder_cache(idx))  # all
     full = model.generate(ids, **kwargs)
     assert torch.equal(ours.sequences, full.sequences)  # gathering moves values without arithmetic: bit for bit
     assert torch.equal(ours.sequences_scores, full.sequences_scores)

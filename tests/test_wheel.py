@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from hf_vanilla.hub import REMOTE_CODE_FILES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -108,13 +110,7 @@ def test_push_dry_run_from_the_wheel_builds_the_hub_folder(wheel_env, wmt_run, t
     assert "not uploaded (--dry-run)" in done.stdout
     card = (tmp_path / "hub" / "README.md").read_text()
     assert results["sacrebleu_signature"] in card
-    for name in (
-        "modeling_vanilla.py",
-        "configuration_vanilla.py",
-        "generation_vanilla.py",
-        "decoding_settings.py",
-        "model.safetensors",
-    ):
+    for name in (*REMOTE_CODE_FILES, "model.safetensors"):
         assert (tmp_path / "hub" / name).is_file(), name
 
 
