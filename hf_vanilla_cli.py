@@ -203,24 +203,43 @@ MODEL_ARGUMENTS = {
 FOLDER_ARGUMENTS = {"push": ("folder",)}
 
 
+def model_names(args: argparse.Namespace) -> list[str]:
+    """The names of models the subcommand loads (folders or Hub ids)."""
+    values = [getattr(args, argument) for argument in MODEL_ARGUMENTS.get(args.command, ())]
+    return [name for value in values for name in (value if isinstance(value, list) else [value])]
+
+
 def first_problem(args: argparse.Namespace) -> str | None:
     """The first thing wrong with the parsed command line that is seen without loading anything, or None: a numeric
-    flag under its smallest value (`AT_LEAST`), then a model path that is not there (`model_paths`)."""
+    flag under its smallest value (`AT_LEAST`), then a model path that is not there (`model_paths`) or a run folder
+    without checkpoints to average."""
     problems = _package_file("flag_bounds").bound_problems(vars(args), AT_LEAST)
     paths = _package_file("model_paths")
-    for argument in MODEL_ARGUMENTS.get(args.command, ()):
-        value = getattr(args, argument)
-        problems += [paths.model_path_problem(name) for name in (value if isinstance(value, list) else [value])]
+    problems += [paths.model_path_problem(name) for name in model_names(args)]
     for argument in FOLDER_ARGUMENTS.get(args.command, ()):
         problems.append(paths.folder_problem(getattr(args, argument)))
+    if args.command == "average-checkpoints":
+        folders = args.checkpoints or []
+        problems += [paths.folder_problem(folder) for folder in folders] or [paths.checkpoints_problem(args.run_dir)]
     return next((problem for problem in problems if problem), None)
+
+
+def hub_problem(args: argparse.Namespace) -> str | None:
+    """For the Hub models the subcommand loads (or the repo `push` uploads to): where the Hub does not answer one try
+    (`hub_reach`), offline mode (HF_HUB_OFFLINE, set before transformers is imported); then the line for a model
+    that is not cached, or None."""
+    hub_ids = [name for name in model_names(args) if not _package_file("model_paths").is_local_path(name)]
+    uploads = [args.repo_id] if args.command == "push" and not args.dry_run else []  # refused after the build
+    hub = _package_file("hub_reach")
+    hub.offline_unless_reachable(hub_ids + uploads)
+    return next((problem for problem in map(hub.offline_model_problem, hub_ids) if problem), None)
 
 
 def main(argv: list[str] | None = None) -> None:
     """The console script: parses the command line here and refuses what is wrong with it at once (`first_problem`,
-    one line on stderr, exit 1), then runs it with `hf_vanilla.cli.run`."""
+    `hub_problem`: one line on stderr, exit 1), then runs it with `hf_vanilla.cli.run`."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    problem = first_problem(args)
+    problem = first_problem(args) or hub_problem(args)
     if problem:
         raise _package_file("errors").user_exit("hf-vanilla", problem)
     from hf_vanilla.cli import run

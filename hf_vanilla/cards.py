@@ -204,15 +204,10 @@ def render_model_card(
         "final_model_text": _final_model_text(results),
         "best_text": _best_text(results),
         "start_text": _start_text(config),
+        "filters_text": _filters_text(results.get("filters") or {}),
     }
     if task == "translation":
-        context.update(
-            paper=paper_translation(results, config),
-            padding_percent=round(100 * results["padding_fraction"], 1),
-            example="The book is on the table.",
-            limits=_translation_limits(results),
-            data_licence=_data_licence(results["dataset"]),
-        )
+        context.update(_translation_context(results, config))
     elif task == "summarization":
         corpus = summarization_corpus(results["dataset"])
         context.update(
@@ -276,14 +271,20 @@ REPRODUCIBILITY = (
 )
 
 
+def _training_words(training: dict) -> int | None:
+    """The most source words of a training pair (None or 0: no limit); a run from before the training limit was a
+    flag of its own used the held-out one."""
+    words = training.get("max_train_source_words")
+    return training.get("max_source_words") if words is None else words
+
+
 def _translation_limits(results: dict) -> str:
     if results["dataset"] == "bible":
-        preset = results["training_preset"]
-        words = preset.get("max_train_source_words") or preset.get("max_source_words")
+        words = _training_words(results["training_preset"])
+        verses = f"Bible verses of at most {words} words" if words else "Bible verses"
         return (
-            "A demonstration model: trained for minutes on a CPU on Bible verses of at most "
-            f"{words} words (World English Bible → Elberfelder 1932). "
-            "It translates biblical English in that style and little else."
+            f"A demonstration model: trained for minutes on a CPU on {verses} (World English Bible → Elberfelder "
+            "1932). It translates biblical English in that style and little else."
         )
     return (
         "Trained on news, parliament and web-crawled text; expect lower quality on other domains. Sentences much "
@@ -420,6 +421,35 @@ def _copyable_text(copyable: dict, eval_split: str) -> str:
         "of the summaries)"
         for split, counts in shown
     )
+
+
+def _translation_context(results: dict, config: VanillaTransformerConfig) -> dict:
+    """The translation card's own fields: the paper's column, the limits, the data's terms, and the held-out word
+    limit where the run filtered its held-out pairs by their words (the demo corpus, or when asked:
+    `RunSettings.filters_held_out`)."""
+    training = results["training_preset"]
+    held_out = results["dataset"] == "bible" or training.get("skip_invalid_size_inputs_valid_test")
+    return dict(
+        paper=paper_translation(results, config),
+        padding_percent=round(100 * results["padding_fraction"], 1),
+        example="The book is on the table.",
+        limits=_translation_limits(results),
+        data_licence=_data_licence(results["dataset"]),
+        held_out_words=training.get("max_source_words") if held_out else None,
+        train_words=_training_words(training),
+    )
+
+
+def _filters_text(filters: dict) -> str:
+    """What each split's filters kept and dropped (`training.data_filters`), in a sentence; "" for a run that
+    recorded none."""
+    parts = []
+    for split, entry in filters.items():
+        dropped = ", ".join(f"{count:,} {reason}" for reason, count in entry["dropped"].items())
+        name = f"{entry['split']} scored" if split == "evaluation" else split
+        counted = f"{entry['kept']:,} of {entry['pairs']:,} ({dropped})" if dropped else f"all {entry['pairs']:,}"
+        parts.append(f"{name}: {counted}")
+    return "; ".join(parts)
 
 
 def _truncation_summary(truncated: dict, eval_split: str) -> str:

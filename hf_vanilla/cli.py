@@ -2,7 +2,6 @@
 `hf_vanilla_cli` parsed (the console script, which imports neither torch nor transformers: `--help` is quick)."""
 
 import argparse
-import codecs
 import json
 import sys
 from collections.abc import Iterable
@@ -10,6 +9,7 @@ from pathlib import Path
 
 from .decoding_settings import SETTINGS, SUMMARY_INPUT_TOKENS
 from .errors import error_line, user_exit
+from .text_lines import line_pieces
 
 
 def _fail(message: str) -> SystemExit:
@@ -44,14 +44,11 @@ MAX_LISTED_LINES = 10
 def split_lines(data: bytes) -> tuple[list[str], list[int]]:
     """Input bytes as lines: split at "\n" only, as `wc -l` counts (`str.splitlines` also splits at \r, \v, \f,
     \x1c-\x1e, \x85, \u2028 and \u2029, and the output would no longer match the input line for line), with a
-    byte-order mark at the start and a "\r" before each "\n" dropped. Undecodable bytes become U+FFFD; returns the
-    lines and the numbers (from 1) of the lines that held any."""
-    pieces = data.removeprefix(codecs.BOM_UTF8).split(b"\n")
-    if pieces[-1] == b"":
-        pieces.pop()  # the newline that ends the last line starts no new one
+    byte-order mark at the start and a "\r" before each "\n" dropped (`text_lines.line_pieces`, as the recipes read
+    their corpora). Undecodable bytes become U+FFFD; returns the lines and the numbers (from 1) of the lines that held
+    any."""
     lines, undecodable = [], []
-    for number, piece in enumerate(pieces, 1):
-        piece = piece.removesuffix(b"\r")
+    for number, piece in enumerate(line_pieces(data), 1):
         try:
             lines.append(piece.decode("utf-8"))
         except UnicodeDecodeError:

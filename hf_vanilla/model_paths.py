@@ -6,6 +6,8 @@ after the Hub's retries."""
 import re
 from pathlib import Path
 
+# The name of each checkpoint folder a run writes begins with this (`training.checkpoints`, which reads it here).
+CHECKPOINT_PREFIX = "checkpoint-"
 # A string that could name a Hub repository: "name" or "owner/name" (letters, digits, "-", "_", ".").
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
@@ -45,3 +47,13 @@ def model_path_problem(name: str) -> str | None:
 def folder_problem(name: str) -> str | None:
     """The line "no folder NAME" when `name` (always a path here: a recipe's output folder) is no folder; else None."""
     return None if Path(name).is_dir() else f"no folder {name}"
+
+
+def checkpoints_problem(run_dir: str) -> str | None:
+    """The line saying that `run_dir` (a recipe's output folder, for `average-checkpoints`) is no folder or holds no
+    checkpoint folder at all, or None (whether they are complete is checked when they are read)."""
+    if not Path(run_dir).is_dir():
+        return f"no folder {run_dir}"
+    if not any(path.is_dir() for path in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")):
+        return f"no checkpoint in {run_dir} (no {CHECKPOINT_PREFIX}* folders)"
+    return None

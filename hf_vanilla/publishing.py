@@ -16,13 +16,17 @@ from .evaluation import Evaluation
 from .hub import PublishError, build_hub_folder, push_model_folder
 from .training.collectives import StepError
 from .training.context import RunContext
+from .training.interrupts import deferred, hold_after_completion
 
 
 def finish(run: RunContext, evaluation: Evaluation, extra: dict) -> dict:
-    """On the main process, after evaluation: results.json, samples, the card, the trackers, the upload."""
+    """On the main process, after evaluation: results.json, samples, the card (the run has then finished: a stop
+    signal is only noted, `training.interrupts.hold_after_completion`), the trackers, the upload."""
     figures = {**evaluation.figures, "eval_split": run.settings.eval_split}
     results = results_record(run, figures, extra)
-    write_outputs(run.output_dir, results, evaluation.samples, run.model, run.settings.push_to_hub)
+    with deferred():  # results, samples and card written whole: a stop signal waits for them, then finds the run done
+        write_outputs(run.output_dir, results, evaluation.samples, run.model, run.settings.push_to_hub)
+        hold_after_completion()
     logged = {f"test_{k}": v for k, v in figures.items() if isinstance(v, (int, float))}
     run.accelerator.log(logged, step=run.training.steps)
     if run.settings.push_to_hub:
@@ -74,6 +78,7 @@ def results_record(run: RunContext, evaluation: dict, extra: dict) -> dict:
         "seed": settings.seed,
         "init_from": settings.init_from,
         "eval_only": settings.eval_only,
+        "filters": run.filters,  # what each filter kept and dropped of each split, and why
         **({"truncated": run.truncated} if settings.TRUNCATION is not None else {}),
         **({"copyable": run.copyable} if settings.COUNT_COPYABLE else {}),
         "command": " ".join(sys.argv),

@@ -10,26 +10,11 @@ translation recipe -> beam 21, alpha 0.3, max input + 300, under the tree gramma
 
 from dataclasses import dataclass, field
 
-from datasets import Dataset, DatasetDict
+import settings_first  # noqa: F401  (first: the flags below are read and checked before torch loads)
 
-from hf_vanilla.data.treebank import treebank_path, treebank_splits
-from hf_vanilla.evaluation import Evaluation
-from hf_vanilla.evaluation.parsing import parse_and_score
-from hf_vanilla.parsing import TreebankError, linearize_leaves, tree_words
-from hf_vanilla.publishing import finish
-from hf_vanilla.tokenization import BpeOptions
 from hf_vanilla.training.arguments import RunSettings
 from hf_vanilla.training.flags import parse_settings
-from hf_vanilla.training.model_building import build_model
-from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import PARSING_PRESETS
-from hf_vanilla.training.run import (
-    build_tokenizer,
-    check_before_training,
-    run_recipe,
-    start,
-    train_and_evaluate,
-)
 
 LANGUAGES = ("words", "tree")  # the two sides of each pair
 
@@ -66,13 +51,29 @@ class Arguments(RunSettings):
     METRICS = {"f1": "valid_evalb_f1"}
 
 
-def as_pairs(trees: list[str], leaves: str) -> Dataset:
-    """(words, linearized tree) pairs in the `translation` schema, with each gold tree."""
+def as_pairs(trees: list[str], leaves: str):
+    """(words, linearized tree) pairs in the `translation` schema, with each gold tree: a `datasets.Dataset`."""
+    from datasets import Dataset
+
+    from hf_vanilla.parsing import linearize_leaves, tree_words
+
     pairs = [{"words": " ".join(tree_words(t)), "tree": linearize_leaves(t, leaves)} for t in trees]
     return Dataset.from_dict({"translation": pairs, "gold": trees})
 
 
 def main(args: Arguments) -> dict:
+    from datasets import DatasetDict
+
+    from hf_vanilla.data.treebank import treebank_path, treebank_splits
+    from hf_vanilla.evaluation import Evaluation
+    from hf_vanilla.evaluation.parsing import parse_and_score
+    from hf_vanilla.parsing import TreebankError
+    from hf_vanilla.publishing import finish
+    from hf_vanilla.tokenization import BpeOptions
+    from hf_vanilla.training.model_building import build_model
+    from hf_vanilla.training.preflight import PreflightError
+    from hf_vanilla.training.run import build_tokenizer, check_before_training, start, train_and_evaluate
+
     # Start: the settings (command line over preset), the model's configuration (its trees' leaves: --init-from's
     # model keeps its own) checked before any data is read, Accelerator (precision as launched), seed.
     run = start("ptb_parse", args, PARSING_PRESETS, task="parsing")
@@ -115,5 +116,7 @@ def main(args: Arguments) -> dict:
 
 
 if __name__ == "__main__":
-    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0])
+    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0], presets=PARSING_PRESETS)
+    from hf_vanilla.training.run import run_recipe
+
     run_recipe(main, arguments, "ptb_parse")

@@ -19,37 +19,24 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelerate.logging import get_logger
-from datasets import DatasetDict
+import settings_first  # noqa: F401  (first: the flags below are read and checked before torch loads)
 
-from hf_vanilla.data.summaries import SIDES, as_pairs, hold_out, load_summarization_corpus
 from hf_vanilla.decoding_settings import least_values
-from hf_vanilla.errors import error_line
-from hf_vanilla.evaluation import Evaluation
-from hf_vanilla.evaluation.rouge import ROUGE_TYPES
-from hf_vanilla.evaluation.summarization import lead_baseline, summarize_and_score
-from hf_vanilla.publishing import finish
-from hf_vanilla.tokenization import BpeOptions, reads_lowercase, whole_word_copy_ids
+from hf_vanilla.hub_reach import SUMMARIES_OFFLINE
+from hf_vanilla.model_paths import is_local_path
 from hf_vanilla.training.arguments import RunSettings, decoding_setting, setting
-from hf_vanilla.training.collectives import agreed_failure
-from hf_vanilla.training.context import RunContext
 from hf_vanilla.training.flags import parse_settings
-from hf_vanilla.training.model_building import build_model
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
-from hf_vanilla.training.run import (
-    build_tokenizer,
-    check_before_training,
-    first,
-    run_recipe,
-    start,
-    train_and_evaluate,
-)
 
 # The demo's corpus: AESLC as its authors publish it, in the shared data beside the repository.
 SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 DEMO_CORPUS = SHARED_DATA / "aeslc" / "enron_subject_line"
-logger = get_logger(__name__)
+# The presets whose default corpus is the demo's AESLC folder.
+DEMO_PRESETS = ("demo", "smoke", "tiny")
+# The ROUGE figures a validation reports (`evaluation.rouge.ROUGE_TYPES`, which imports nltk: named here so that the
+# flags are read before it loads; a test holds the two equal).
+ROUGE_FIGURES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
 @dataclass
@@ -105,19 +92,25 @@ class Arguments(RunSettings):
         "max_new_tokens",
     )
     TRUNCATION = ("max_source_tokens", "max_target_tokens")
-    METRICS = {name: f"valid_{name}" for name in ROUGE_TYPES}
+    METRICS = {name: f"valid_{name}" for name in ROUGE_FIGURES}
     COUNT_COPYABLE = True
+    OFFLINE_CORPORA = SUMMARIES_OFFLINE
     AT_LEAST = {
         **RunSettings.AT_LEAST,
         **dict.fromkeys(("max_source_tokens", "max_target_tokens"), 2),
         **least_values(GENERATION_CONFIG),
     }
 
+    def hub_dataset(self) -> str | None:
+        """The Hub corpus the run reads (a name that is no path here), if any."""
+        name = self.dataset or ("aeslc" if self.preset not in DEMO_PRESETS else None)
+        return name if name is not None and not is_local_path(name) else None
+
 
 def default_dataset(preset: str) -> str:
     """The demo corpus for the demo, smoke and tiny presets (a one-line error where it is absent), the Hub's AESLC
     else."""
-    if preset not in ("demo", "smoke", "tiny"):
+    if preset not in DEMO_PRESETS:
         return "aeslc"
     if not DEMO_CORPUS.is_dir():
         raise PreflightError(
@@ -128,27 +121,26 @@ def default_dataset(preset: str) -> str:
 
 
 def main(args: Arguments) -> dict:
+    from accelerate.logging import get_logger
+
+    from hf_vanilla.data.summaries import SIDES
+    from hf_vanilla.evaluation import Evaluation
+    from hf_vanilla.evaluation.rouge import ROUGE_TYPES
+    from hf_vanilla.evaluation.summarization import summarize_and_score
+    from hf_vanilla.publishing import finish
+    from hf_vanilla.tokenization import BpeOptions, reads_lowercase, whole_word_copy_ids
+    from hf_vanilla.training.model_building import build_model
+    from hf_vanilla.training.run import build_tokenizer, check_before_training, start, train_and_evaluate
+
     # Start: the settings (command line over preset), the model's configuration (with or without the copy mechanism,
     # trained for summarization whatever its size, and so decoding with `DECODING["summarization"]`) checked before
     # any data is read, Accelerator (precision as launched), seed.
     run = start("summarize", args, SUMMARIZATION_PRESETS, task="summarization")
-    settings, held_out = run.settings, {}
+    settings = run.settings
     dataset = settings.dataset or default_dataset(settings.preset)
 
     # Data, and everything that can be checked before the first update.
-    for main_turn in (True, False):  # the main process first (it prepares the datasets cache), then the others
-        with agreed_failure(run.accelerator, PreflightError, catch=(ValueError, OSError), describe=error_line):
-            if run.is_main_process == main_turn:
-                corpus = load_summarization_corpus(
-                    dataset,
-                    settings.text_column,
-                    settings.summary_column,
-                    settings.validation_file,
-                    settings.test_file,
-                )
-                if Path(dataset).is_file():  # one file of documents and summaries: its own held-out rows
-                    corpus, held_out = hold_out(corpus)
-                corpus = as_pairs(corpus)
+    corpus, held_out = read_corpus(run, dataset)
     suppliers = {"validation": "--validation-file", "test": "--test-file"}
     check_before_training(run, corpus, dataset, "--dataset", suppliers)
     lead = lead_before_training(run, corpus)
@@ -200,7 +192,7 @@ def main(args: Arguments) -> dict:
     }
     results = train_and_evaluate(run, corpus, SIDES, validation_rouge, evaluate, extra, finish)
     if "rouge1" in results:
-        logger.info(
+        get_logger(__name__).info(
             f"ROUGE-1 / 2 / L {results['rouge1']} / {results['rouge2']} / {results['rougeL']} against the lead "
             f"baseline's {lead['rouge1']} / {lead['rouge2']} / {lead['rougeL']} (the first {lead['k']} words)",
             main_process_only=True,
@@ -208,15 +200,49 @@ def main(args: Arguments) -> dict:
     return results
 
 
-def lead_before_training(run: RunContext, corpus: DatasetDict) -> dict:
+def read_corpus(run, dataset: str) -> tuple:
+    """The corpus `dataset` as pairs (`data.summaries.as_pairs`), read by the main process first (it prepares the
+    datasets cache), then by the others, and the record of the rows held out of a single training file
+    (`data.summaries.hold_out`; {} else). What cannot be read stops every process in one line (`PreflightError`).
+    `run` is the run's `training.context.RunContext`."""
+    from hf_vanilla.data.summaries import as_pairs, hold_out, load_summarization_corpus
+    from hf_vanilla.errors import error_line
+    from hf_vanilla.training.collectives import agreed_failure
+
+    settings, held_out = run.settings, {}
+    for main_turn in (True, False):
+        with agreed_failure(run.accelerator, PreflightError, catch=(ValueError, OSError), describe=error_line):
+            if run.is_main_process == main_turn:
+                corpus = load_summarization_corpus(
+                    dataset,
+                    settings.text_column,
+                    settings.summary_column,
+                    settings.validation_file,
+                    settings.test_file,
+                )
+                if Path(dataset).is_file():  # one file of documents and summaries: its own held-out rows
+                    corpus, held_out = hold_out(corpus)
+                corpus = as_pairs(corpus)
+    return corpus, held_out
+
+
+def lead_before_training(run, corpus) -> dict:
     """The lead baseline of the evaluation split (`evaluation.summarization.lead_baseline`, k chosen on validation),
     computed and logged by the main process before the first update: the figure a model of a new corpus has to
-    beat, recorded in results.json and the card ({} on the other processes)."""
+    beat, recorded in results.json and the card ({} on the other processes). `run` is the run's
+    `training.context.RunContext`, `corpus` its `datasets.DatasetDict`."""
+    from accelerate.logging import get_logger
+
+    from hf_vanilla.errors import error_line
+    from hf_vanilla.evaluation.summarization import lead_baseline
+    from hf_vanilla.training.collectives import agreed_failure
+    from hf_vanilla.training.run import first
+
     settings, lead = run.settings, {}
     with agreed_failure(run.accelerator, PreflightError, catch=(ValueError,), describe=error_line):
         if run.is_main_process:
             lead = lead_baseline(corpus["validation"], first(corpus[settings.eval_split], settings.eval_sentences))
-            logger.info(
+            get_logger(__name__).info(
                 f"Lead baseline ({settings.eval_split}): the first {lead['k']} words of each document (k chosen on "
                 f"validation from {lead['ks'][0]}-{lead['ks'][1]}: ROUGE-1 {lead['validation_rouge1']}) score "
                 f"ROUGE-1 / 2 / L {lead['rouge1']} / {lead['rouge2']} / {lead['rougeL']}: the baseline to beat"
@@ -225,5 +251,7 @@ def lead_before_training(run: RunContext, corpus: DatasetDict) -> dict:
 
 
 if __name__ == "__main__":
-    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0])
+    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0], presets=SUMMARIZATION_PRESETS)
+    from hf_vanilla.training.run import run_recipe
+
     run_recipe(main, arguments, "summarize")

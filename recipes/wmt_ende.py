@@ -11,24 +11,14 @@ Shared BPE -> token-budget batches -> the paper's Adam and schedule (validation 
 """
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from hf_vanilla.data.corpora import load_translation_corpus, select_pairs
-from hf_vanilla.evaluation import Evaluation
-from hf_vanilla.evaluation.translation import translate_and_score
-from hf_vanilla.publishing import finish
+import settings_first  # noqa: F401  (first: the flags below are read and checked before torch loads)
+
+from hf_vanilla.hub_reach import TRANSLATION_OFFLINE
 from hf_vanilla.training.arguments import RunSettings
-from hf_vanilla.training.collectives import agreed_failure
 from hf_vanilla.training.flags import parse_settings
-from hf_vanilla.training.model_building import build_model
-from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import WMT_PRESETS
-from hf_vanilla.training.run import (
-    build_tokenizer,
-    check_before_training,
-    run_recipe,
-    start,
-    train_and_evaluate,
-)
 
 # The presets whose default corpus is the offline Bible demo corpus.
 OFFLINE_PRESETS = ("demo", "smoke", "tiny")
@@ -54,22 +44,44 @@ class Arguments(RunSettings):
     target_lang: str = field(default="de", metadata={"help": "The language translated into (a wmt14 pair's code)."})
     moses_detokenize: bool = field(default=False, metadata={"help": "Undo Moses tokenization of the corpus first."})
     METRICS = {"bleu": "valid_sacrebleu"}
+    OFFLINE_CORPORA = TRANSLATION_OFFLINE
+
+    def corpus_name(self) -> str:
+        """The corpus the run reads: --dataset, else the preset's (the Bible for the offline presets)."""
+        return self.dataset or ("bible" if self.preset in OFFLINE_PRESETS else "wmt14")
+
+    def hub_dataset(self) -> str | None:
+        return "wmt14" if self.corpus_name() == "wmt14" else None
 
 
 def main(args: Arguments) -> dict:
+    from hf_vanilla.data.corpora import load_translation_corpus, selected_pairs
+    from hf_vanilla.evaluation import Evaluation
+    from hf_vanilla.evaluation.translation import translate_and_score
+    from hf_vanilla.publishing import finish
+    from hf_vanilla.training.collectives import agreed_failure
+    from hf_vanilla.training.data_filters import record_selection
+    from hf_vanilla.training.model_building import build_model
+    from hf_vanilla.training.preflight import PreflightError
+    from hf_vanilla.training.run import build_tokenizer, check_before_training, start, train_and_evaluate
+
     # Start: the settings (command line over preset), Accelerator (precision as launched), seed.
     run = start("wmt_ende", args, WMT_PRESETS, task="translation")
     settings = run.settings
     languages = (settings.source_lang, settings.target_lang)
-    dataset = settings.dataset or ("bible" if settings.preset in OFFLINE_PRESETS else "wmt14")
+    dataset = settings.corpus_name()
 
-    # Data, and everything that can be checked before the first update.
+    # Data, and everything that can be checked before the first update. The demo corpus keeps its presets' stated
+    # word limits in every split; a corpus of one's own is scored whole unless --skip-invalid-size-inputs-valid-test.
     for main_turn in (True, False):  # the main process first (it prepares the datasets cache), then the others
         with agreed_failure(run.accelerator, PreflightError, catch=(ValueError, FileNotFoundError), describe=str):
             if run.is_main_process == main_turn:
                 corpus = load_translation_corpus(dataset, *languages, settings.moses_detokenize)
-    corpus = select_pairs(corpus, *languages, {split: settings.word_limit(split) for split in corpus})
-    check_before_training(run, corpus, dataset, "--dataset")
+    whole = () if settings.filters_held_out(dataset == "bible") else ("validation", "test")
+    limits = {split: settings.word_limit(split) for split in corpus}
+    corpus, counts = selected_pairs(corpus, *languages, limits, whole)
+    record_selection(run, counts, whole)
+    check_before_training(run, corpus, dataset, "--dataset", split_files(dataset, languages))
 
     # Tokenizer (trained on the training split, or --init-from's) and model.
     tokenizer = build_tokenizer(run, corpus["train"], languages, dataset)
@@ -90,11 +102,23 @@ def main(args: Arguments) -> dict:
     return train_and_evaluate(run, corpus, languages, validation_bleu, evaluate, extra, finish)
 
 
+def split_files(dataset: str, languages: tuple[str, str]) -> dict[str, str]:
+    """What gives each held-out split of a folder corpus (its two files), for the line that says one is missing."""
+    if not Path(dataset).is_dir():
+        return {}
+    return {
+        split: f"{Path(dataset) / stem}.{languages[0]} and .{languages[1]}"
+        for split, stem in (("validation", "valid"), ("test", "test"))
+    }
+
+
 def sides(pairs, languages: tuple[str, str]) -> tuple[list[str], list[str]]:
     """The source and target sentences of a `translation` dataset."""
     return [p[languages[0]] for p in pairs["translation"]], [p[languages[1]] for p in pairs["translation"]]
 
 
 if __name__ == "__main__":
-    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0])
+    arguments = parse_settings(Arguments, description=__doc__.split("\n\n")[0], presets=WMT_PRESETS)
+    from hf_vanilla.training.run import run_recipe
+
     run_recipe(main, arguments, "wmt_ende")

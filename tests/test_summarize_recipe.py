@@ -23,6 +23,7 @@ from transformers import AutoTokenizer
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.cards import check_card, expected_metrics
 from hf_vanilla.data.encoding import encode_truncated_pairs
+from hf_vanilla.data.summaries import as_pairs
 from hf_vanilla.decoding import generate_texts, recorded_input_limit
 from hf_vanilla.evaluation import summarization
 from hf_vanilla.evaluation.rouge import compute_rouge
@@ -248,7 +249,7 @@ def test_truncation_keeps_the_first_tokens_and_the_end_of_sequence_in_training_a
     tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
     rows = read_jsonl(corpus["train"])
     split = Dataset.from_dict({"text": [r["document"] for r in rows], "summary": [r["abstract"] for r in rows]})
-    pairs = recipe("summarize").as_pairs(DatasetDict({"train": split}))["train"]
+    pairs = as_pairs(DatasetDict({"train": split}))["train"]  # the pairs the recipe trains on
     encoded, counts = encode_truncated_pairs(pairs, tokenizer, "text", "summary", None, 24, 8)
     for index, row in enumerate(rows):
         full = tokenizer(row["document"])["input_ids"]

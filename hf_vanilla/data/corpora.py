@@ -5,7 +5,11 @@ import os
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 from datasets import Dataset, DatasetDict, load_dataset
+
+from ..hub_reach import TRANSLATION_OFFLINE, unreachable_line
+from ..text_lines import check_utf8, read_lines
 
 SPLIT_NAMES = {
     "train": "train",
@@ -43,10 +47,6 @@ def load_translation_corpus(
     return corpus
 
 
-# What a user without the Hub can give instead of a Hub corpus.
-TRANSLATION_OFFLINE = (
-    "--dataset bible (the offline demo corpus), a folder of train/valid/test.{en,de} files or a JSONL file"
-)
 # The names, in an error's class or its causes', of the Hub being out of reach (requests', httpx's, huggingface_hub's).
 _UNREACHABLE = {"ConnectionError", "ConnectError", "ConnectTimeout", "LocalEntryNotFoundError", "OfflineModeIsEnabled"}
 
@@ -71,10 +71,7 @@ def load_hub_dataset(repo: str, config: str | None, offline: str, **kwargs) -> D
     except Exception as error:
         if not _hub_unreachable(error):
             raise
-        raise ValueError(
-            f"--dataset {repo}: the Hugging Face Hub could not be reached and no copy of it is cached; offline, give "
-            f"{offline}"
-        ) from None
+        raise ValueError(unreachable_line(repo, offline)) from None
 
 
 # The WMT14 translation tasks, as the Hub's `wmt14` names its configurations: "<other>-en" whatever the direction.
@@ -100,8 +97,12 @@ def _load_local(path: Path, source_lang: str, target_lang: str) -> DatasetDict:
     splits = {}
     for file in sorted(path.iterdir()):
         stem, suffix = file.stem, file.suffix.lstrip(".")
-        if stem in SPLIT_NAMES and suffix == source_lang and (path / f"{stem}.{target_lang}").exists():
-            splits[SPLIT_NAMES[stem]] = _read_parallel(file, path / f"{stem}.{target_lang}", source_lang, target_lang)
+        if stem in SPLIT_NAMES and suffix in (source_lang, target_lang):
+            other = path / f"{stem}.{target_lang if suffix == source_lang else source_lang}"
+            if not other.exists():  # half a split: named, never passed over as a split that is not there
+                raise FileNotFoundError(f"{other} is missing: {file} needs it beside it (a split is a pair of files)")
+            if suffix == source_lang:
+                splits[SPLIT_NAMES[stem]] = _read_parallel(file, other, source_lang, target_lang)
         elif stem in SPLIT_NAMES and suffix in ("jsonl", "json", "parquet"):
             splits[SPLIT_NAMES[stem]] = _load_table(file)
     if "train" not in splits:
@@ -114,12 +115,15 @@ def _load_local(path: Path, source_lang: str, target_lang: str) -> DatasetDict:
 
 def _load_table(file: Path) -> Dataset:
     kind = "parquet" if file.suffix == ".parquet" else "json"
+    if kind == "json":
+        check_utf8(file)  # a bad byte named by file, line and byte, not by the JSON reader's offset
     return load_dataset(kind, data_files=str(file), split="train")
 
 
 def _read_parallel(source_file: Path, target_file: Path, source_lang: str, target_lang: str) -> Dataset:
-    sources = source_file.read_text(encoding="utf-8").splitlines()
-    targets = target_file.read_text(encoding="utf-8").splitlines()
+    """The pairs of two parallel text files, line for line, read as the command line reads its input
+    (`text_lines.read_lines`: split at "\n" only; a byte that is not UTF-8 is an error naming file, line and byte)."""
+    sources, targets = read_lines(source_file), read_lines(target_file)
     if len(sources) != len(targets):
         raise ValueError(f"{source_file} has {len(sources)} lines but {target_file} has {len(targets)}: not parallel.")
     return Dataset.from_dict(
@@ -131,21 +135,57 @@ def select_pairs(
     corpus: DatasetDict, source_lang: str, target_lang: str, word_limits: dict[str, int | None] | None = None
 ) -> DatasetDict:
     """Drops pairs with an empty side, and pairs of a split whose source has more whitespace-separated words than
-    `word_limits[split]` (a missing or None limit keeps every length)."""
+    `word_limits[split]` (a missing or None limit keeps every length); see `selected_pairs`."""
+    return selected_pairs(corpus, source_lang, target_lang, word_limits)[0]
+
+
+# Why `selected_pairs` drops a pair, by the code it counts it under; how many rows with an empty side it names.
+KEPT, EMPTY_SIDE, TOO_MANY_WORDS = 0, 1, 2
+LISTED_ROWS = 10
+
+
+def selected_pairs(
+    corpus: DatasetDict,
+    source_lang: str,
+    target_lang: str,
+    word_limits: dict[str, int | None] | None = None,
+    whole: tuple[str, ...] = (),
+) -> tuple[DatasetDict, dict[str, dict[str, int]]]:
+    """`select_pairs`, leaving the splits in `whole` as they are, and how many pairs each split held and lost to
+    each rule: {split: {"pairs", "empty_side", "too_many_words", "empty_rows"}}, `empty_rows` the numbers (from 1:
+    the line of a text file) of the first LISTED_ROWS pairs with an empty side, dropped or not."""
     word_limits = word_limits or {}
 
-    def keep(row: dict, limit: int | None) -> bool:
-        pair = row["translation"]
-        if not (pair[source_lang].strip() and pair[target_lang].strip()):
-            return False
-        return limit is None or len(pair[source_lang].split()) <= limit
+    def reasons(batch: dict, limit: int | None) -> dict:
+        codes = []
+        for pair in batch["translation"]:
+            if not (pair[source_lang].strip() and pair[target_lang].strip()):
+                codes.append(EMPTY_SIDE)
+            else:
+                codes.append(TOO_MANY_WORDS if limit is not None and len(pair[source_lang].split()) > limit else KEPT)
+        return {"code": codes}
 
-    return DatasetDict(
-        {
-            split: pairs.filter(keep, fn_kwargs={"limit": word_limits.get(split)}, desc=f"selecting {split} pairs")
-            for split, pairs in corpus.items()
+    selected, counts = {}, {}
+    for split, pairs in corpus.items():
+        limit = None if split in whole else word_limits.get(split)
+        coded = pairs.map(
+            reasons,
+            batched=True,
+            fn_kwargs={"limit": limit},
+            remove_columns=pairs.column_names,
+            desc=f"selecting {split} pairs",
+        )
+        codes = coded.data.column("code").to_numpy() if len(pairs) else np.zeros(0, np.int64)
+        tally = np.bincount(codes, minlength=3)
+        kept = np.arange(len(pairs)) if split in whole else np.flatnonzero(codes == KEPT)
+        selected[split] = pairs if len(kept) == len(pairs) else pairs.select(kept)
+        counts[split] = {
+            "pairs": len(pairs),
+            "empty_side": int(tally[EMPTY_SIDE]),
+            "too_many_words": int(tally[TOO_MANY_WORDS]),
+            "empty_rows": (np.flatnonzero(codes == EMPTY_SIDE)[:LISTED_ROWS] + 1).tolist(),
         }
-    )
+    return DatasetDict(selected), counts
 
 
 def _check_schema(corpus: DatasetDict, source_lang: str, target_lang: str, name: str) -> None:

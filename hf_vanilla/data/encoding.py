@@ -43,12 +43,18 @@ class EncodedPairs:
             *_gather(self.target_ids, self.target_offsets, indices),
         )
 
-    def length_filter(self, max_length: int | None, max_ratio: float | None) -> tuple["EncodedPairs", dict]:
-        """The pairs whose sides have at most `max_length` tokens each (</s> not counted) and whose longer side has at
-        most `max_ratio` times the tokens of the shorter (Moses' clean-corpus-n.perl, as fairseq's WMT recipes use
-        it), and how many were dropped for each reason."""
+    def length_filter(
+        self, max_length: int | tuple[int | None, int | None] | None, max_ratio: float | None
+    ) -> tuple["EncodedPairs", dict]:
+        """The pairs whose sides have at most `max_length` tokens each (</s> not counted; or (source, target) limits,
+        None for none) and whose longer side has at most `max_ratio` times the tokens of the shorter (Moses'
+        clean-corpus-n.perl, as fairseq's WMT recipes use it), and how many were dropped for each reason."""
         source, target = self.source_lengths - 1, self.target_lengths - 1
-        too_long = (np.maximum(source, target) > max_length) if max_length else np.zeros(len(self), dtype=bool)
+        source_limit, target_limit = max_length if isinstance(max_length, tuple) else (max_length, max_length)
+        too_long = np.zeros(len(self), dtype=bool)
+        for lengths, limit in ((source, source_limit), (target, target_limit)):
+            if limit:
+                too_long |= lengths > limit
         longer, shorter = np.maximum(source, target), np.maximum(np.minimum(source, target), 1)
         unbalanced = (longer > max_ratio * shorter) if max_ratio else np.zeros(len(self), dtype=bool)
         keep = ~(too_long | unbalanced)
@@ -60,7 +66,8 @@ class EncodedPairs:
         }
         if not keep.any():
             raise ValueError(
-                f"the length filter (at most {max_length} tokens, ratio {max_ratio}) drops all {len(self)} pairs"
+                f"the length filter (at most {length_limits_text(source_limit, target_limit)}, ratio {max_ratio}) "
+                f"drops all {len(self)} pairs"
             )
         return (self if keep.all() else self.select(np.flatnonzero(keep))), dropped
 
@@ -76,6 +83,13 @@ class EncodedPairs:
         )
         labels, _ = _padded(self.target_ids, self.target_offsets, indices, -100, pad_to_multiple_of)
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+def length_limits_text(source_limit: int | None, target_limit: int | None) -> str:
+    """The token limits of a pair's sides in words: "250 tokens" (both), "100 source and 250 target tokens"."""
+    if source_limit == target_limit:
+        return f"{source_limit} tokens"
+    return f"{source_limit or 'any'} source and {target_limit or 'any'} target tokens"
 
 
 def _flat(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,12 +15,8 @@ import pyarrow.parquet as pq
 from datasets import Dataset, DatasetDict, load_dataset
 from tqdm.auto import tqdm
 
+from ..hub_reach import SUMMARIES_OFFLINE
 from .corpora import SPLIT_NAMES, load_hub_dataset
-
-# What a user without the Hub can give instead of a Hub corpus.
-SUMMARIES_OFFLINE = (
-    "--dataset with a folder in AESLC's layout or a JSONL, CSV or parquet file (--text-column, --summary-column)"
-)
 
 logger = logging.getLogger(__name__)
 

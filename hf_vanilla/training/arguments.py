@@ -8,13 +8,20 @@ from typing import ClassVar, TypeVar
 
 from ..decoding_settings import SETTINGS, least_values
 from ..flag_bounds import bound_problems
+from ..hub_reach import cached_dataset, cached_model, offline, unreachable_line
+from ..model_paths import is_local_path
 from .host_memory import HOST_MALLOC_CHOICES
 from .preflight import PreflightError
 
+# A check run (fewer updates than its preset: a set-up tried) decodes at most this many held-out items at the end,
+# and validates on at most this many decoded items, unless the command line says how many.
+CHECK_RUN_ITEMS = 40
 
-def setting(help: str, default=None) -> dataclasses.Field:
-    """A field of `RunSettings` (or of a recipe's subclass): a flag with `help`."""
-    return field(default=default, metadata={"help": help})
+
+def setting(help: str, default=None, aliases: tuple[str, ...] = ()) -> dataclasses.Field:
+    """A field of `RunSettings` (or of a recipe's subclass): a flag with `help`, also spelt as each of `aliases`
+    (another tool's name for it, e.g. fairseq's)."""
+    return field(default=default, metadata={"help": help, "aliases": aliases})
 
 
 def decoding_setting(name: str, task: str | None = None) -> dataclasses.Field:
@@ -49,8 +56,9 @@ class RunSettings:
         **dict.fromkeys(("max_steps", "max_tokens", "update_freq", "vocab_size", "warmup_steps"), 1),
         **dict.fromkeys(("save_every", "keep_last", "average_last", "log_every", "max_length"), 1),
         **dict.fromkeys(("max_train_samples", "d_model", "encoder_layers", "decoder_layers"), 1),
-        **dict.fromkeys(("num_attention_heads", "d_ff"), 1),
-        **dict.fromkeys(("eval_every", "eval_metric_sentences", "loss_chunk_tokens"), 0),
+        **dict.fromkeys(("num_attention_heads", "d_ff", "max_source_length", "max_target_length"), 1),
+        **dict.fromkeys(("eval_every", "eval_metric_sentences", "loss_chunk_tokens", "eval_sentences"), 0),
+        **dict.fromkeys(("max_source_words", "max_train_source_words"), 0),
         "patience": 0,
     }
     # The fields (source side, target side) whose values cut longer sequences to that many tokens, </s> kept, in every
@@ -59,6 +67,8 @@ class RunSettings:
     # The recipe's validation metrics, which --best-checkpoint-metric may name: metric -> the figure of its
     # validation metric function (e.g. {"bleu": "valid_sacrebleu"}); "loss" (valid_loss) is every recipe's.
     METRICS: ClassVar[dict[str, str]] = {}
+    # What a user without the Hub can give instead of the recipe's Hub corpora (`hub_reach`), where it reads any.
+    OFFLINE_CORPORA: ClassVar[str] = ""
     # Whether the run counts, for each split it encodes, how many target tokens its source holds (the ceiling of a
     # copy mechanism, `data.copyable`), logged and recorded in results.json.
     COUNT_COPYABLE: ClassVar[bool] = False
@@ -137,10 +147,39 @@ class RunSettings:
     length_penalty: float | None = decoding_setting("length_penalty")
     max_length_offset: int | None = decoding_setting("max_length_offset")
     # Data
-    max_train_samples: int | None = setting(
-        "Train on the first N training pairs only (after the preset's word limits, before the token-length filters)."
+    max_train_source_words: int | None = setting(
+        "Translation: training pairs whose source has more words (split at white space) are dropped before the "
+        "tokenizer is trained; 0: no limit. Default: the preset's (demo 32, smoke 16), else none."
     )
-    max_length: int | None = setting("Training pairs with a side longer than this many tokens are dropped.")
+    max_source_words: int | None = setting(
+        "Translation: held-out pairs (validation, test) whose source has more words are dropped, on a preset's own "
+        "demo corpus as its figures were measured; on any other corpus only with "
+        "--skip-invalid-size-inputs-valid-test. 0: no limit. Default: the preset's (demo and smoke 16), else none."
+    )
+    skip_invalid_size_inputs_valid_test: bool = setting(
+        "Translation: filter the held-out splits (validation, test) of a corpus of one's own too (fairseq's flag): "
+        "pairs with an empty side or over --max-source-words are dropped, and counted. Without it they are decoded "
+        "and scored whole.",
+        False,
+    )
+    max_train_samples: int | None = setting(
+        "Train on the first N training pairs only (after the word limits, before the token-length filters)."
+    )
+    max_length: int | None = setting(
+        "Training pairs with a side longer than this many tokens are dropped (the paper's presets: 250, as Moses' "
+        "clean-corpus-n). Held-out pairs are never dropped by their tokens."
+    )
+    max_source_length: int | None = setting(
+        "Training pairs whose source has more tokens are dropped (transformers' run_translation flag, whose pairs "
+        "are cut instead: a cut pair no longer translates its source; fairseq's --max-source-positions is read "
+        "too). Default: --max-length.",
+        aliases=("--max-source-positions",),
+    )
+    max_target_length: int | None = setting(
+        "Training pairs whose target has more tokens are dropped (fairseq's --max-target-positions is read too). "
+        "Default: --max-length.",
+        aliases=("--max-target-positions",),
+    )
     max_length_ratio: float | None = setting(
         "Training pairs whose longer side has more than this times the tokens of the shorter are dropped (0: no "
         "ratio filter)."
@@ -172,23 +211,71 @@ class RunSettings:
         "(fairseq's --patience; 0: never). Default: the preset's, else 0."
     )
     eval_split: str = setting("Held-out split scored at the end (test, validation).", "test")
-    eval_sentences: int | None = setting("Score only the first N held-out sentences.")
+    eval_sentences: int | None = setting(
+        "Decode and score only the first N held-out items at the end; 0: all of them. Default: the preset's, else "
+        f"all, but at most {CHECK_RUN_ITEMS} in a check run (--max-steps under the preset's)."
+    )
     push_to_hub: str | None = setting("Hub repo id to publish the final model to.")
     # Set by the preset alone
     model_size: str | None = from_preset("The model's size: a name of `hf_vanilla.SIZES`.")
     tokens_per_step: int | None = from_preset(
         "Source (and target) tokens per update, over all processes and accumulated batches."
     )
-    max_source_words: int | None = from_preset(
-        "Held-out pairs with more source words are dropped (and training pairs, unless max_train_source_words)."
+    check_run: bool | None = field(
+        default=None,
+        init=False,
+        metadata={"help": "Whether the run trains fewer updates than its preset (`resolve`): a check of a set-up."},
     )
-    max_train_source_words: int | None = from_preset("Training pairs with more source words are dropped.")
 
     def word_limit(self, split: str) -> int | None:
-        """The most source words a pair of `split` may have (None: no limit)."""
-        if split == "train" and self.max_train_source_words is not None:
-            return self.max_train_source_words
-        return self.max_source_words
+        """The most source words a pair of `split` may have (None: no limit): --max-train-source-words for training
+        pairs, --max-source-words for held-out ones (0: no limit)."""
+        return (self.max_train_source_words if split == "train" else self.max_source_words) or None
+
+    def filters_held_out(self, demo_corpus: bool) -> bool:
+        """Whether held-out pairs are filtered at all (an empty side, --max-source-words): on a preset's own demo
+        corpus (`demo_corpus`), as its figures were measured; on any other corpus only with
+        --skip-invalid-size-inputs-valid-test, so that a user's test split is scored whole unless they ask."""
+        return demo_corpus or self.skip_invalid_size_inputs_valid_test
+
+    def hub_dataset(self) -> str | None:
+        """The corpus the run reads from the Hub, if any (a recipe with Hub corpora says which)."""
+        return None
+
+    def hub_names(self) -> list[str]:
+        """What the run reads from or writes to the Hugging Face Hub: its corpus, --init-from's model where it is no
+        path here, --push-to-hub's repo."""
+        read = [name for name in (self.hub_dataset(), self.init_from) if name and not is_local_path(name)]
+        return read + ([self.push_to_hub] if self.push_to_hub else [])
+
+    def offline_problem(self) -> str | None:
+        """Where the libraries run offline (`hub_reach.offline`): the one line for the Hub corpus or --init-from model
+        the run reads that no cache holds, or for --push-to-hub, or None. Standard library only: told before anything
+        loads."""
+        if not offline():
+            return None
+        dataset, model = self.hub_dataset(), self.init_from
+        if dataset and not is_local_path(dataset) and not cached_dataset(dataset):
+            return unreachable_line(dataset, self.OFFLINE_CORPORA)
+        if model and not is_local_path(model) and not cached_model(model):
+            return f"--init-from {model}: the Hugging Face Hub is out of reach (offline) and no copy of it is cached"
+        if self.push_to_hub:
+            return (
+                f"--push-to-hub {self.push_to_hub}: the Hugging Face Hub is out of reach (offline); train without it "
+                "and upload the run later with `hf-vanilla push RUN_DIR REPO_ID`"
+            )
+        return None
+
+    @property
+    def pair_token_limits(self) -> tuple[int | None, int | None]:
+        """The most source and target tokens a training pair may have (</s> not counted; None: no limit):
+        --max-source-length and --max-target-length, each at most --max-length."""
+
+        def limit(side: int | None) -> int | None:
+            given = [value for value in (side, self.max_length) if value]
+            return min(given) if given else None
+
+        return limit(self.max_source_length), limit(self.max_target_length)
 
     @property
     def model_overrides(self) -> dict:
@@ -309,7 +396,17 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     gives the rest (a time budget alone replaces the preset's number of updates; --keep-last defaults to
     --average-last; --learning-rate becomes the schedule's scale once the model's width is known, in `start`), its
     `variants` for a value the command line gave over the rest.
-    A `PreflightError` names every value that cannot work."""
+    A run that trains fewer updates than its preset is a check run (`check_run`): it decodes at most
+    CHECK_RUN_ITEMS items, at the end and in each validation, unless --eval-sentences (0: all) and
+    --eval-metric-sentences say otherwise.
+    A `PreflightError` names every value that cannot work. Standard library only: a recipe resolves its command line
+    once before torch loads (`training.flags.parse_settings`), so that a mistake in it is told at once."""
+    if args.eval_only and args.resume:
+        raise PreflightError("--eval-only trains nothing: it cannot --resume")
+    if args.eval_only and args.init_from is None:  # scoring a fresh random model would overwrite a run's results
+        raise PreflightError("--eval-only scores --init-from MODEL (e.g. --init-from RUN/final --output-dir RUN-eval)")
+    if args.init_from is not None and args.vocab_size is not None:
+        raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
     if args.preset not in presets:
         raise PreflightError(f"--preset must be one of {', '.join(sorted(presets))}, got {args.preset!r}")
     preset = {RENAMED_PRESET_KEYS.get(key, key): value for key, value in presets[args.preset].items()}
@@ -357,6 +454,7 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     if problems:
         raise PreflightError("; ".join(problems))
     settings.max_length_ratio = settings.max_length_ratio or None
+    bound_check_run(settings, args, preset)
     if settings.keep_last is None:
         settings.keep_last = max(settings.average_last, 1)
     if settings.keep_last < settings.average_last:
@@ -364,3 +462,21 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
             f"--keep-last {settings.keep_last} keeps fewer checkpoints than --average-last {settings.average_last}"
         )
     return settings
+
+
+def bound_check_run(settings: RunSettings, args: RunSettings, preset: dict) -> None:
+    """Marks `settings` a check run when the command line asks for fewer updates than the preset gives, and bounds
+    what such a run decodes to CHECK_RUN_ITEMS (the held-out items scored at the end, the validation items decoded)
+    where the command line does not say; --eval-sentences 0 then means all of them."""
+    settings.check_run = bool(
+        not args.eval_only
+        and args.max_steps is not None
+        and preset.get("max_steps")
+        and args.max_steps < preset["max_steps"]
+    )
+    if settings.check_run:
+        if settings.eval_sentences is None:
+            settings.eval_sentences = CHECK_RUN_ITEMS
+        if args.eval_metric_sentences is None:
+            settings.eval_metric_sentences = min(settings.eval_metric_sentences, CHECK_RUN_ITEMS)
+    settings.eval_sentences = settings.eval_sentences or None  # 0: every held-out item

@@ -35,9 +35,10 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from ..errors import error_line
+from ..model_paths import CHECKPOINT_PREFIX
 from .collectives import agreed_failure
 
-PREFIX = "checkpoint-"
+PREFIX = CHECKPOINT_PREFIX
 STATE_FILE = "trainer_state.json"
 MODEL_DIR = "model"
 MANIFEST = "manifest.json"

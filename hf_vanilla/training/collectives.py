@@ -1,6 +1,7 @@
 """The few collectives the recipes need beyond Accelerate's: agreeing on a flag, sharing a main-process value, and
 agreeing on a failure, so that an error on one process stops every process instead of leaving the others waiting."""
 
+import signal
 from collections.abc import Callable
 from contextlib import contextmanager
 
@@ -24,6 +25,16 @@ def any_process(accelerator: Accelerator, flag: bool) -> bool:
     if accelerator.num_processes == 1:
         return flag
     return bool(accelerator.reduce(torch.tensor(float(flag), device=accelerator.device), reduction="sum") > 0)
+
+
+def agreed_signal(accelerator: Accelerator, name: str | None) -> str | None:
+    """The stop signal any process received (`name`: this one's, or None), the same on every process, so that every
+    process names the stop by the signal that was sent (one all-reduce; none with a single process)."""
+    if accelerator.num_processes == 1:
+        return name
+    number = int(signal.Signals[name]) if name else 0
+    agreed = int(accelerator.reduce(torch.tensor(number, device=accelerator.device), reduction="max"))
+    return signal.Signals(agreed).name if agreed else None
 
 
 def broadcast_value(accelerator: Accelerator, value):

@@ -38,13 +38,14 @@ class TrainingResult:
 
 @dataclass
 class RunContext:
-    """One run: `name` (the recipe's: the tracker's project, the default folder runs/NAME), `settings` (the command
-    line merged with the preset, `training.arguments.resolve`), `accelerator`, `output_dir`, `config` (the model's
-    configuration, `training.model_building.run_config`); then, as the steps of
-    `training.run` set them, `tokenizer` (`build_tokenizer`), `model` (`build_model`; after training, the averaged
-    model), `training` (what training did), `averaged` (the checkpoints averaged into OUTPUT_DIR/final), `truncated`
-    (what encoding each split cut, where the recipe truncates) and `copyable` (how much of each split's targets its
-    sources hold, where the recipe counts it); `host_malloc` and `folder` are set in `start` (`training.host_memory`,
+    """One run: `name` (the recipe's: the tracker's project, the default folder runs/NAME or runs/NAME-PRESET),
+    `settings` (the command line merged with the preset, `training.arguments.resolve`), `accelerator`, `output_dir`,
+    `config` (the model's configuration, `training.model_building.run_config`); then, as the steps of `training.run`
+    set them, `tokenizer` (`build_tokenizer`), `model` (`build_model`; after training, the averaged model),
+    `training` (what training did), `averaged` (the checkpoints averaged into OUTPUT_DIR/final), `truncated` (what
+    encoding each split cut, where the recipe truncates), `copyable` (how much of each split's targets its sources
+    hold, where the recipe counts it) and `filters` (what each filter kept and dropped of each split,
+    `training.data_filters`); `host_malloc` and `folder` are set in `start` (`training.host_memory`,
     `training.run_folder`)."""
 
     name: str
@@ -58,6 +59,7 @@ class RunContext:
     averaged: list[str] = field(default_factory=list)
     truncated: dict[str, dict] = field(default_factory=dict)  # split -> truncation counts (`run.encode_split`)
     copyable: dict[str, dict] = field(default_factory=dict)  # split -> `data.copyable.copyable_tokens`
+    filters: dict[str, dict] = field(default_factory=dict)  # split -> what its filters kept and dropped
     host_malloc: str = "system"  # the allocation in force (`host_memory.apply_host_malloc`)
     folder: RunFolder | None = None  # the run's id in its folder (`run_folder.claim_run_folder`), set in `start`
 

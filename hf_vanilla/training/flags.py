@@ -7,10 +7,18 @@ suggested for a misspelt one."""
 import argparse
 import dataclasses
 import difflib
+import os
+import sys
 import types
 import typing
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TypeVar
+
+from ..errors import user_exit
+from ..hub_reach import offline_unless_reachable
+from .arguments import resolve
+from .preflight import PreflightError
 
 Settings = TypeVar("Settings")
 
@@ -67,16 +75,39 @@ def settings_parser(cls: type, description: str | None = None, prog: str | None 
         else:
             options = dict(type=kind, metavar=field.name.upper())
         parser.add_argument(flag, dest=field.name, default=field.default, help=_help(field), **options)
+        alias = dict(action="store_const", const=True) if kind is bool else dict(options)
         if "_" in field.name:  # HfArgumentParser's spelling, still accepted, said once (the epilog), not listed
-            alias = dict(options)
-            if kind is bool:
-                alias = dict(action="store_const", const=True)
             parser.add_argument(
                 "--" + field.name, dest=field.name, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **alias
             )
+        for other in field.metadata.get("aliases", ()):  # another tool's name for it (e.g. fairseq's), in its help
+            parser.add_argument(other, dest=field.name, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **alias)
     return parser
 
 
-def parse_settings(cls: type[Settings], argv: Sequence[str] | None = None, description: str | None = None) -> Settings:
-    """`cls` filled from `argv` (the command line when None); exit 2 with argparse's one line on a bad flag."""
-    return cls(**vars(settings_parser(cls, description).parse_args(argv)))
+def parse_settings(
+    cls: type[Settings],
+    argv: Sequence[str] | None = None,
+    description: str | None = None,
+    presets: dict[str, dict] | None = None,
+    program: str | None = None,
+) -> Settings:
+    """`cls` filled from `argv` (the command line when None); exit 2 with argparse's one line on a bad flag.
+    With the recipe's `presets`, also checked as the run will resolve them (`arguments.resolve`: the preset, every
+    bound), a mistake ending `program` (default: the script's name) with one line and exit 1, and the Hub asked once
+    whether it answers where the run needs it (`hub_reach.offline_unless_reachable`; offline, a Hub corpus or model
+    that no cache holds is such a mistake): all before the recipe imports torch, when it reads its settings first
+    (`recipes/settings_first.py`)."""
+    settings = cls(**vars(settings_parser(cls, description).parse_args(argv)))
+    if presets is not None:
+        try:
+            resolved = resolve(settings, presets)
+            offline_unless_reachable(resolved.hub_names())
+            problem = resolved.offline_problem()
+            if problem:
+                raise PreflightError(problem)
+        except PreflightError as error:
+            if os.environ.get("RANK", "0") != "0":  # the first process alone says it, as `run.run_recipe` does
+                raise SystemExit(1) from None
+            raise user_exit(program or Path(sys.argv[0]).stem, str(error)) from None
+    return settings

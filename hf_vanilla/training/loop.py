@@ -25,7 +25,7 @@ from .checkpoints import (
     save_checkpoint,
     save_model_folder,
 )
-from .collectives import StepError, agreed_failure, any_process
+from .collectives import StepError, agreed_failure, agreed_signal, any_process
 from .context import RunContext, TrainingResult
 from .interrupts import RunInterrupted, StopSignals
 from .schedule import paper_optimizer, paper_scheduler
@@ -38,6 +38,8 @@ BEST_DIR = "best"
 SIGNAL_CHECK_EVERY = 10
 # Under torch.compile, batch lengths are rounded up to a multiple of this (aligned shapes for tensor cores).
 COMPILED_LENGTH_MULTIPLE = 8
+# Why an update is the last (`TrainingLoop.should_stop`): the run's updates or minutes are spent, or a stop signal.
+FINISHED, SIGNALLED = "finished", "signalled"
 
 
 def batch_tokens(settings: RunSettings, num_processes: int, examples: EncodedPairs) -> int:
@@ -199,12 +201,20 @@ class TrainingLoop:
             while settings.max_steps is None or progress.step < settings.max_steps:
                 self.update()
                 logging_now = progress.step % settings.log_every == 0 or self.out_of_updates()
-                finished = self.should_stop(logging_now)
+                stop = self.should_stop(logging_now)
+                finished = stop is not None
                 if logging_now or finished:
                     self.log()
                 paused = time.perf_counter()
                 if self.validation is not None and settings.eval_every:
-                    if progress.step % settings.eval_every == 0 or finished:
+                    due = progress.step % settings.eval_every == 0
+                    if stop == SIGNALLED:  # no validation begun: only one that was due is said to be skipped
+                        if due:
+                            logger.warning(
+                                f"{self.signals.received}: the validation due at update {progress.step} is skipped",
+                                main_process_only=True,
+                            )
+                    elif due or finished:
                         finished |= self.validate()
                 if progress.step % settings.save_every == 0 or finished:
                     self.checkpoint()
@@ -253,24 +263,25 @@ class TrainingLoop:
         self.window_updates += 1
         progress.advance(self.elapsed())
 
-    def should_stop(self, logging_now: bool) -> bool:
-        """Whether this update is the last: --max-steps reached, --max-train-minutes spent, or a stop signal received
-        by any process; the clock and the signals are read after every update, and agreed on (one all-reduce each)
-        every SIGNAL_CHECK_EVERY updates with several processes, and when logging. Every process takes part in the
-        same collectives."""
+    def should_stop(self, logging_now: bool) -> str | None:
+        """Why this update is the last, or None: FINISHED (--max-steps reached, --max-train-minutes spent) or
+        SIGNALLED (a stop signal received by any process, named alike on every process: `agreed_signal`); the clock
+        and the signals are read after every update, and agreed on (one all-reduce each) every SIGNAL_CHECK_EVERY
+        updates with several processes, and when logging. Every process takes part in the same collectives."""
         accelerator, settings, signals = self.accelerator, self.settings, self.signals
         finished = self.out_of_updates()
         stop_check = accelerator.num_processes == 1 or self.progress.step % SIGNAL_CHECK_EVERY == 0
         if settings.max_train_minutes is not None and (stop_check or logging_now):
             finished |= any_process(accelerator, self.elapsed() > 60 * settings.max_train_minutes)
-        if stop_check and any_process(accelerator, signals.received is not None):
-            finished = True
-            signals.received = signals.received or "SIGTERM"
-            logger.warning(
-                f"{signals.received}: saving a checkpoint at update {self.progress.step} and stopping",
-                main_process_only=True,
-            )
-        return finished
+        if stop_check:
+            signals.received = agreed_signal(accelerator, signals.received)
+            if signals.received is not None:
+                logger.warning(
+                    f"{signals.received}: saving a checkpoint at update {self.progress.step} and stopping",
+                    main_process_only=True,
+                )
+                return SIGNALLED
+        return FINISHED if finished else None
 
     def log(self) -> None:
         """The mean loss, learning rate and speed since the last log line: train_log.jsonl, trackers, the bar."""
@@ -314,6 +325,7 @@ class TrainingLoop:
             self.signals.received = stop.signal_name
             figures = None
         if figures is None:  # a stop signal: the update is complete, and its checkpoint is saved next
+            self.signals.received = agreed_signal(self.accelerator, self.signals.received)
             self.model.train()
             logger.warning(
                 f"{self.signals.received}: validation at update {progress.step} abandoned; saving a checkpoint and "

@@ -1,15 +1,19 @@
 """Checks a recipe makes before its first update, so that what would fail after hours of training fails in seconds,
-in one line, on every process."""
+in one line, on every process. Standard library only at import (a recipe reads its settings, which raise
+`PreflightError`, before torch loads: `recipes/settings_first.py`)."""
+
+from __future__ import annotations
 
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-
-from accelerate import Accelerator
+from typing import TYPE_CHECKING
 
 from ..errors import error_line
-from .collectives import agreed_failure
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
 
 
 class PreflightError(ValueError):
@@ -83,6 +87,8 @@ def check_hub(repo_id: str, token: str | None = None) -> None:
 
 def run_checks(accelerator: Accelerator, checks: Iterable[Callable[[], None]]) -> None:
     """Runs `checks` on the main process; the first failure stops every process with `PreflightError`."""
+    from .collectives import agreed_failure  # torch: not needed to read a recipe's settings
+
     with agreed_failure(accelerator, PreflightError, catch=(PreflightError,), describe=str):
         if accelerator.is_main_process:
             for check in checks:

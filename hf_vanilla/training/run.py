@@ -54,7 +54,7 @@ from accelerate.utils import set_seed
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from ..data.copyable import copyable_tokens
-from ..data.encoding import EncodedPairs, encode_truncated_pairs
+from ..data.encoding import EncodedPairs, encode_truncated_pairs, length_limits_text
 from ..errors import error_line, user_exit
 from ..evaluation import Evaluation
 from ..modeling_vanilla import VanillaTransformerForConditionalGeneration
@@ -73,8 +73,9 @@ from .arguments import RunSettings, resolve
 from .checkpoints import CheckpointError, average_checkpoints, list_checkpoints
 from .collectives import StepError, agreed_failure, broadcast_value
 from .context import RunContext, TrainingResult
+from .data_filters import record_evaluation, record_filter
 from .host_memory import apply_host_malloc
-from .interrupts import RunInterrupted, interrupting
+from .interrupts import STOP_SIGNALS, RunInterrupted, interrupting, noted_signal
 from .loop import BEST_DIR, train
 from .model_building import run_config
 from .preflight import (
@@ -99,7 +100,8 @@ USER_ERRORS = (PreflightError, TokenizerMismatch, CheckpointError, StepError)
 def run_recipe(main: Callable, args, name: str):
     """Runs a recipe's `main(args)`; an error the user can fix ends every process with one line on stderr (printed
     by the first process only) and exit status 1; a stop signal outside the training loop's updates (which save a
-    checkpoint and stop) ends it with one line saying what was kept and exit status 128 + the signal's number."""
+    checkpoint and stop) ends it with one line saying what was kept and exit status 128 + the signal's number. A
+    signal once the run's results are written is noted in one line and the run exits 0 (`finished_despite`)."""
     first_process = os.environ.get("RANK", "0") == "0"
     follow_launcher()
     if hasattr(signal, "SIGXFSZ"):  # a file over the size limit: an OSError (handled) rather than a silent death
@@ -113,13 +115,25 @@ def run_recipe(main: Callable, args, name: str):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         with interrupting(raises=first_process):
-            return main(args)
+            results = main(args)
+            late = noted_signal()
+        return finished_despite(late, name, first_process, results)
     except USER_ERRORS as error:
         raise (user_exit(name, str(error)) if first_process else SystemExit(1)) from None
     except RunInterrupted as stop:  # a stop signal outside the training loop's updates: one line, no traceback
         if first_process:
             print(f"{name}: {stop.line()}", file=sys.stderr, flush=True)
         raise SystemExit(stop.exit_status()) from None
+
+
+def finished_despite(late: str | None, name: str, first_process: bool, results: dict) -> dict:
+    """`results`, the run finished: the stop signal `late` that came after its results were written (if any) is
+    said in one line, and any other is ignored while the process exits (status 0)."""
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+    if late is not None and first_process:
+        print(f"{name}: {late} received after the run had finished: its results are complete", file=sys.stderr)
+    return results
 
 
 # Linux's prctl option that has the kernel send a signal to a process when its parent ends.
@@ -146,19 +160,13 @@ def start(name: str, args: RunSettings, presets: dict[str, dict], *, task: str) 
     schedule's scale for its real width), the output folder (refused when it holds another run, unless --resume or
     --overwrite-output-dir: `run_folder`), and the `Accelerator` (precision as launched unless --mixed-precision is
     given), seeded. DeepSpeed is refused before Accelerate starts it."""
-    if args.eval_only and args.resume:
-        raise PreflightError("--eval-only trains nothing: it cannot --resume")
-    if args.eval_only and args.init_from is None:  # scoring a fresh random model would overwrite a run's results
-        raise PreflightError("--eval-only scores --init-from MODEL (e.g. --init-from RUN/final --output-dir RUN-eval)")
-    if args.init_from is not None and args.vocab_size is not None:
-        raise PreflightError("--vocab-size cannot change the vocabulary of --init-from's model")
     settings = resolve(args, presets)
     config = run_config(settings, task)
     if settings.learning_rate is not None:
         settings.lr_scale = scale_for_peak(settings.learning_rate, config.d_model, settings.warmup_steps)
     refuse_deepspeed()
     refuse_metric_under_fsdp(settings.eval_metric_sentences)
-    output_dir = Path(settings.output_dir or f"runs/{name}")
+    output_dir = Path(settings.output_dir or default_output_dir(name, settings))
     check_run_folder(output_dir, settings.resume, settings.overwrite_output_dir, settings.init_from)
     accelerator = create_accelerator(
         name, output_dir, settings.mixed_precision, settings.report_to, vars(settings), settings.torch_compile
@@ -175,6 +183,13 @@ def start(name: str, args: RunSettings, presets: dict[str, dict], *, task: str) 
     context = RunContext(name, settings, accelerator, output_dir, config, host_malloc=host_malloc)
     context.folder = broadcast_value(accelerator, folder)
     return context
+
+
+def default_output_dir(name: str, settings: RunSettings) -> str:
+    """Where a run writes without --output-dir: runs/NAME for the recipe's default preset (the demo, whose folder the
+    README names), runs/NAME-PRESET for any other, so that a one-minute smoke try never meets the demo's run."""
+    default_preset = type(settings).__dataclass_fields__["preset"].default
+    return f"runs/{name}" if settings.preset == default_preset else f"runs/{name}-{settings.preset}"
 
 
 def check_before_training(
@@ -200,13 +215,10 @@ def check_before_training(
         ],
     )
     if settings.max_train_samples is not None and not settings.eval_only:
-        total = len(corpus["train"])
-        corpus["train"] = first(corpus["train"], settings.max_train_samples)
-        logger.info(
-            f"--max-train-samples {settings.max_train_samples}: training on the first {len(corpus['train']):,} of "
-            f"{total:,} training pairs",
-            main_process_only=True,
-        )
+        total, count = len(corpus["train"]), settings.max_train_samples
+        corpus["train"] = first(corpus["train"], count)
+        dropped = {f"after the first {count:,} (--max-train-samples)": total - len(corpus["train"])}
+        record_filter(run, "train", f"--max-train-samples {count}", total, dropped)
 
 
 def build_tokenizer(
@@ -329,16 +341,21 @@ def training_examples(run: RunContext, pairs, languages: tuple[str, str]) -> Enc
     dropped is logged)."""
     settings = run.settings
     examples = encode_split(run, pairs, languages, "train")
+    limits = settings.pair_token_limits
     try:
-        examples, dropped = examples.length_filter(settings.max_length, settings.max_length_ratio)
+        examples, dropped = examples.length_filter(limits, settings.max_length_ratio)
     except ValueError as error:  # every pair filtered out: before the first update, one line
         raise PreflightError(f"{error}: raise --max-length or --max-length-ratio") from error
-    logger.info(
-        f"Length filter (at most {settings.max_length} tokens a side, ratio {settings.max_length_ratio}): kept "
-        f"{dropped['kept']:,} of {dropped['total']:,} training pairs ({dropped['too_long']:,} too long, "
-        f"{dropped['length_ratio']:,} beyond the ratio)",
-        main_process_only=True,
-    )
+    side = " a side" if limits[0] == limits[1] else ""
+    flags = "--max-length" if side else "--max-length, --max-source-length, --max-target-length"
+    reasons = {
+        f"with more than {length_limits_text(*limits)}{side} ({flags})": dropped["too_long"],
+        f"with a length ratio above {settings.max_length_ratio} (--max-length-ratio)": dropped["length_ratio"],
+    }
+    bounds = [f"at most {length_limits_text(*limits)}{side}"] if any(limits) else []
+    bounds += [f"ratio {settings.max_length_ratio}"] if settings.max_length_ratio else []
+    what = f"Length filter ({', '.join(bounds) or 'none: no --max-length or --max-length-ratio'})"
+    record_filter(run, "train", what, dropped["total"], reasons)
     return examples
 
 
@@ -419,6 +436,7 @@ def train_and_evaluate(
     recipe's own results fields). A failure there stops every process; a stop signal in training ends
     the run at once (`end_run_after_stop_signal`). Returns results.json's record (on the main process)."""
     held_out = first(corpus[run.settings.eval_split], run.settings.eval_sentences)
+    record_evaluation(run, len(corpus[run.settings.eval_split]), len(held_out))
     if run.settings.TRUNCATION is not None or run.settings.COUNT_COPYABLE:  # counted before training, as the others'
         encode_split(run, held_out, languages, "evaluation")  # (the recipe's decoding cuts them at the same limit)
     training = train_and_average(run, corpus, languages, validation_metric)
