@@ -440,97 +440,138 @@ def _next_kwargs(outputs, model_kwargs: dict) -> dict:
     return model_kwargs
 
 
+@dataclass(frozen=True)
+class BeamOptions:
+    """What `generate()` hands the beam search beside transformers' arguments: the length penalty's style, whole-word
+    copying's vocabulary-wide mask (kept out of the model keyword arguments, which transformers repeats for beams),
+    whether the cache is transformers' new one (not one the caller passed), and whether every process runs each
+    step (`synced_gpus`)."""
+
+    length_penalty_style: str = "power"
+    word_continuation_mask: torch.Tensor | None = None
+    own_cache: bool = True
+    synced_gpus: bool = False
+
+
+def _search(config, input_ids: torch.Tensor, style: str) -> _Search:
+    """The fixed settings of a beam search over `input_ids` (num_beams rows a sentence) under generation `config`."""
+    candidates = max(2, 1 + _eos_count(config)) * config.num_beams
+    return _Search(
+        num_beams=config.num_beams,
+        prompt=input_ids.shape[1],
+        max_length=config.max_length,
+        early_stopping=config.early_stopping,
+        length_penalty=float(config.length_penalty if config.length_penalty is not None else 1.0),
+        style=style,
+        do_sample=bool(config.do_sample),
+        top_num_beam_mask=torch.arange(candidates, device=input_ids.device) < config.num_beams,
+    )
+
+
+def _prepared_kwargs(config, options: BeamOptions, model_kwargs: dict) -> tuple[dict, Cache | None]:
+    """The model keyword arguments with whole-word copying's mask, and transformers' new cache with decoding cache
+    layers and (where it is dynamic) one encoder row a sentence (`share_source_rows`); and the cache."""
+    if options.word_continuation_mask is not None:
+        model_kwargs["word_continuation_mask"] = options.word_continuation_mask
+    cache = model_kwargs.get(cache_name(model_kwargs))
+    if options.own_cache:
+        use_decoding_cache_layers(cache, config.max_length - 1)
+        cross = cache.cross_attention_cache if isinstance(cache, EncoderDecoderCache) else None
+        if type(cross) is DynamicCache and not config.return_dict_in_generate:
+            share_source_rows(model_kwargs, rows_a_source(config.num_beams, config.num_return_sequences))
+    return model_kwargs, cache
+
+
+@dataclass
+class _Batch:
+    """The sentences a beam search still decodes (`sentences`: their places in the passed batch), their beams, model
+    keyword arguments and logits processors, and (`kept_aside`, where settled sentences are dropped) every sentence's
+    finished hypotheses."""
+
+    beams: _Beams
+    sentences: torch.Tensor
+    model_kwargs: dict
+    processors: LogitsProcessorList
+    kept_aside: _Beams | None
+
+    def drop_settled(self, done: torch.Tensor, beam_idx: torch.Tensor) -> torch.Tensor | None:
+        """Keeps the `done` sentences' hypotheses aside and drops their rows: the beam reorder of the rows kept, None
+        when no sentence is left. The one read on the host a step, as transformers' loop reads whether to go on."""
+        if not done.any():
+            return beam_idx
+        self.kept_aside.keep(self.beams, self.sentences, done)
+        kept = (~done).nonzero()[:, 0]
+        if not len(kept):
+            return None
+        num_beams = self.beams.running.shape[1]
+        beam_idx = beam_idx.view(len(self.sentences), num_beams)[kept].flatten()
+        self.model_kwargs, self.processors = select_sentences(
+            self.model_kwargs, self.processors, kept, len(self.sentences), num_beams
+        )
+        self.beams, self.sentences = self.beams.select(kept), self.sentences[kept]
+        return beam_idx
+
+
 def beam_search(
     model,
     input_ids: torch.LongTensor,
     logits_processor: LogitsProcessorList,
     stopping_criteria,
     generation_config,
-    length_penalty_style: str = "power",
-    word_continuation_mask: torch.Tensor | None = None,
-    own_cache: bool = True,
-    synced_gpus: bool = False,
+    options: BeamOptions = BeamOptions(),  # noqa: B008 (frozen: never changed)
     **model_kwargs,
 ):
     """The beam search (or beam sampling) of `generate()`, as transformers' `custom_generate` callable: `input_ids`
     are the decoder's start rows, num_beams a sentence; `model_kwargs` hold the encoder output, its attention mask,
-    the cache transformers made (`own_cache`: not one the caller passed) and whatever else `forward` reads.
-    Returns the sequences, or with `return_dict_in_generate` transformers' `GenerateBeamEncoderDecoderOutput`."""
-    config = generation_config
-    num_beams, early_stopping = config.num_beams, config.early_stopping
-    batch_size, prompt = input_ids.shape[0] // num_beams, input_ids.shape[1]
-    candidates = max(2, 1 + _eos_count(config)) * num_beams
-    search = _Search(
-        num_beams=num_beams,
-        prompt=prompt,
-        max_length=config.max_length,
-        early_stopping=early_stopping,
-        length_penalty=float(config.length_penalty if config.length_penalty is not None else 1.0),
-        style=length_penalty_style,
-        do_sample=bool(config.do_sample),
-        top_num_beam_mask=torch.arange(candidates, device=input_ids.device) < num_beams,
-    )
-    if word_continuation_mask is not None:
-        model_kwargs["word_continuation_mask"] = word_continuation_mask
-    name = cache_name(model_kwargs)
-    cache = model_kwargs.get(name)
-    if own_cache:
-        use_decoding_cache_layers(cache, config.max_length - 1)
-        cross = cache.cross_attention_cache if isinstance(cache, EncoderDecoderCache) else None
-        if type(cross) is DynamicCache and not config.return_dict_in_generate:
-            share_source_rows(model_kwargs, rows_a_source(num_beams, config.num_return_sequences))
-    drop = drops_finished_sentences(config, logits_processor, stopping_criteria, synced_gpus, cache)
+    the cache transformers made and whatever else `forward` reads. Returns the sequences, or with
+    `return_dict_in_generate` transformers' `GenerateBeamEncoderDecoderOutput`."""
+    config, device = generation_config, input_ids.device
+    search = _search(config, input_ids, options.length_penalty_style)
+    model_kwargs, cache = _prepared_kwargs(config, options, model_kwargs)
+    drop = drops_finished_sentences(config, logits_processor, stopping_criteria, options.synced_gpus, cache)
     record = _Record(config, model_kwargs) if config.return_dict_in_generate else None
-
-    fill = _fill_token(config)
+    fill, prompt = _fill_token(config), search.prompt
     # The running beams' token rows start short and double when a step needs more, as a step's gathers copy them
     # whole (rows `max_length` long at every step would be parsing's longest source + 300).
-    beams = _Beams.start(input_ids, num_beams, min(config.max_length, 2 * prompt + 16), fill)
-    kept_aside = _Beams.start(input_ids, num_beams, config.max_length, fill) if drop else None
-    sentences = torch.arange(batch_size, device=input_ids.device)  # the passed batch's sentences still decoded
+    beams = _Beams.start(input_ids, search.num_beams, min(config.max_length, 2 * prompt + 16), fill)
+    kept_aside = _Beams.start(input_ids, search.num_beams, config.max_length, fill) if drop else None
+    batch = _Batch(beams, torch.arange(len(beams.running), device=device), model_kwargs, logits_processor, kept_aside)
     cached = model_kwargs.get("use_cache", True) and cache is not None
     past = cache.get_seq_length() if cached else 0
     inputs = model.prepare_inputs_for_generation(
         input_ids, next_sequence_length=prompt - past if past else None, is_first_iteration=True, **model_kwargs
     )
     outputs = model(**inputs, return_dict=True)
-    cur_len, flat, this_peer_finished = prompt, input_ids, False
+    cur_len, flat, finished = prompt, input_ids, False
     while True:
-        model_kwargs = _next_kwargs(outputs, model_kwargs)
-        if not this_peer_finished:
-            logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=input_ids.device)
-            log_probs = logits_processor(flat, torch.log_softmax(logits, dim=-1))
+        batch.model_kwargs = _next_kwargs(outputs, batch.model_kwargs)
+        if not finished:
+            logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=device)
+            log_probs = batch.processors(flat, torch.log_softmax(logits, dim=-1))
             if record is not None:
                 record.step(logits, log_probs, outputs)
             del outputs
-            if cur_len >= beams.running.shape[-1]:
-                beams = beams.widen(min(config.max_length, 2 * cur_len + 1), fill)
-            beams, beam_idx, goes_on = _step(beams, log_probs, cur_len, stopping_criteria, search)
+            if cur_len >= batch.beams.running.shape[-1]:
+                batch.beams = batch.beams.widen(min(config.max_length, 2 * cur_len + 1), fill)
+            batch.beams, beam_idx, goes_on = _step(batch.beams, log_probs, cur_len, stopping_criteria, search)
             cur_len += 1
             if drop:
-                done = beams.settled(early_stopping) | ~goes_on
-                if done.any():  # the step's one read on the host, as transformers' loop reads whether to go on
-                    kept_aside.keep(beams, sentences, done)
-                    kept = (~done).nonzero()[:, 0]
-                    if not len(kept):
-                        break
-                    beam_idx = beam_idx.view(len(sentences), num_beams)[kept].flatten()
-                    model_kwargs, logits_processor = select_sentences(
-                        model_kwargs, logits_processor, kept, len(sentences), num_beams
-                    )
-                    beams, sentences = beams.select(kept), sentences[kept]
+                beam_idx = batch.drop_settled(batch.beams.settled(search.early_stopping) | ~goes_on, beam_idx)
+                if beam_idx is None:
+                    break
             if cached:
-                reorder_cache(model_kwargs[cache_name(model_kwargs)], beam_idx)
-            this_peer_finished = not drop and not bool(goes_on)
-        if _all_finished(this_peer_finished, synced_gpus, input_ids.device):
+                reorder_cache(batch.model_kwargs[cache_name(batch.model_kwargs)], beam_idx)
+            finished = not drop and not bool(goes_on)
+        if _all_finished(finished, options.synced_gpus, device):
             break
-        flat = beams.running[:, :, :cur_len].flatten(0, 1)
-        inputs = model.prepare_inputs_for_generation(flat, next_sequence_length=1 if cached else None, **model_kwargs)
+        flat = batch.beams.running[:, :, :cur_len].flatten(0, 1)
+        step = 1 if cached else None  # the new position alone, or the whole prefix again without a cache
+        inputs = model.prepare_inputs_for_generation(flat, next_sequence_length=step, **batch.model_kwargs)
         outputs = model(**inputs, return_dict=True)
-    sequences, scores, indices = (kept_aside if drop else beams).best(prompt, config.num_return_sequences)
+    sequences, scores, indices = (kept_aside if drop else batch.beams).best(prompt, config.num_return_sequences)
     if record is None:
         return sequences
-    return record.output(sequences, scores, indices, model_kwargs.get(cache_name(model_kwargs)))
+    return record.output(sequences, scores, indices, batch.model_kwargs.get(cache_name(batch.model_kwargs)))
 
 
 class _Record:
@@ -577,4 +618,4 @@ def _output_cache_field() -> str:
     return next(name for name in CACHE_NAMES if name in GenerateBeamEncoderDecoderOutput.__dataclass_fields__)
 
 
-__all__ = ["VanillaDecodingCacheLayer", "beam_search", "gnmt_length_penalty"]
+__all__ = ["BeamOptions", "VanillaDecodingCacheLayer", "beam_search", "gnmt_length_penalty"]

@@ -20,12 +20,7 @@ from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 from transformers.integrations.fsdp import is_fsdp_managed_module
 from transformers.utils import is_torchdynamo_compiling
 
-from .beam_search_vanilla import (
-    VanillaDecodingCacheLayer,
-    beam_search,
-    gnmt_length_penalty,
-    rows_a_source,
-)
+from .beam_search_vanilla import BeamOptions, beam_search, rows_a_source
 
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str, check_range: bool = True) -> None:
@@ -223,13 +218,13 @@ class VanillaGenerationMixin(GenerationMixin):
         if beams and kwargs.get("assistant_model") is None and kwargs.get("custom_generate") is None:
             if kwargs.get("streamer") is not None:
                 raise ValueError("Beam search cannot stream its output: pass num_beams=1 with a streamer.")
-            kwargs["custom_generate"] = functools.partial(
-                beam_search,
+            options = BeamOptions(
                 length_penalty_style=style,
                 word_continuation_mask=mask,
                 own_cache=kwargs.get("past_key_values", kwargs.get("cache")) is None,
                 synced_gpus=self._synced_gpus(kwargs.pop("synced_gpus", None)),
             )
+            kwargs["custom_generate"] = functools.partial(beam_search, options=options)
         elif mask is not None:
             if rows_a_source(setting("num_beams"), setting("num_return_sequences")) > 1:
                 raise ValueError(
@@ -304,10 +299,4 @@ class VanillaGenerationMixin(GenerationMixin):
             model_inputs["input_ids"] = source_ids
         return model_inputs
 
-__all__ = [
-    "SourceLengthLimitLogitsProcessor",
-    "SourceLicensedStutterLogitsProcessor",
-    "VanillaDecodingCacheLayer",
-    "VanillaGenerationMixin",
-    "gnmt_length_penalty",
-]
+__all__ = ["SourceLengthLimitLogitsProcessor", "SourceLicensedStutterLogitsProcessor", "VanillaGenerationMixin"]

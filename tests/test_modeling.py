@@ -18,7 +18,7 @@ from hf_vanilla import (
     VanillaTransformerModel,
     beam_search_vanilla,
 )
-from hf_vanilla.generation_vanilla import VanillaDecodingCacheLayer, gnmt_length_penalty
+from hf_vanilla.beam_search_vanilla import VanillaDecodingCacheLayer, gnmt_length_penalty
 from hf_vanilla.modeling_vanilla import label_smoothed_cross_entropy, sinusoidal_positions
 
 from reversal import (

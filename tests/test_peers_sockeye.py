@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-from hf_vanilla.generation_vanilla import gnmt_length_penalty
+from hf_vanilla.beam_search_vanilla import gnmt_length_penalty
 from hf_vanilla.training.schedule import inverse_sqrt_lr
 
 from runs import peer_module
