@@ -15,7 +15,7 @@ presets take it.
 import copy
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 from torch import nn
@@ -34,12 +34,35 @@ from transformers.modeling_outputs import (
     Seq2SeqModelOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.utils import can_return_tuple, is_torchdynamo_compiling
+from transformers.processing_utils import Unpack
+from transformers.utils import TransformersKwargs, can_return_tuple, is_torchdynamo_compiling
+from transformers.utils.deprecation import deprecate_kwarg
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
 from .generation_vanilla import VanillaGenerationMixin, check_continuation_mask, check_token_ids
+
+# The name under which transformers' outputs hold the cache and `generate()` hands it to `forward`: `cache` from
+# transformers 5.24 on, `past_key_values` before it (5.24 reads the old name with a deprecation warning until 5.40).
+# `forward` takes either; the outputs hold it under the installed release's name.
+CACHE_NAME = "cache" if "cache" in {field.name for field in fields(Seq2SeqModelOutput)} else "past_key_values"
+
+
+def takes_cache_keyword(forward: Callable) -> Callable:
+    """`forward` deprecating `past_key_values` for `cache` as transformers' own models do where the installed release
+    has renamed it (5.24 on: a warning, and the cache passed on as `cache`); before it, `generate()` passes
+    `past_key_values`, which stays silent."""
+    if CACHE_NAME == "cache":
+        return deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")(forward)
+    return forward
+
+
+def passed_cache(cache: Cache | None, past_key_values: Cache | None) -> Cache | None:
+    """The cache a `forward` was given, as `cache` (transformers 5.24's name) or as `past_key_values`."""
+    if cache is not None and past_key_values is not None:
+        raise ValueError("Pass the cache once: as cache or as past_key_values, not both.")
+    return cache if cache is not None else past_key_values
 
 
 def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_token_id: int) -> torch.Tensor:
@@ -344,6 +367,15 @@ class VanillaPreTrainedModel(PreTrainedModel):
     _supports_flex_attn = True
     _can_compile_fullgraph = True
 
+    def tie_weights(self, *args, **kwargs) -> None:
+        """transformers' tying of the matrices `_tied_weights_keys` names, then the encoder and decoder share the
+        embedding module (`VanillaTransformerModel.share_embedding_module`). transformers ties after `from_pretrained`
+        has loaded the checkpoint, never while it builds the model: a checkpoint without the embedding matrix then
+        reports it missing and initialises it, as it would were the modules shared from the start."""
+        super().tie_weights(*args, **kwargs)
+        if isinstance(self.base_model, VanillaTransformerModel):
+            self.base_model.share_embedding_module()
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         """The initialisation described in this module's docstring, or fairseq's (`config.init_scheme`)."""
@@ -429,7 +461,7 @@ class VanillaEncoder(VanillaPreTrainedModel):
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> BaseModelOutput:
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of input_ids or inputs_embeds to the encoder.")
@@ -506,7 +538,7 @@ class VanillaDecoder(VanillaPreTrainedModel):
         past_key_values: Cache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> VanillaDecoderOutput:
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of decoder_input_ids or decoder_inputs_embeds to the decoder.")
@@ -561,7 +593,7 @@ class VanillaDecoder(VanillaPreTrainedModel):
             hidden_states = self.layer_norm(hidden_states)
         return VanillaDecoderOutput(
             last_hidden_state=hidden_states,
-            past_key_values=past_key_values,
+            **{CACHE_NAME: past_key_values},
             copy_attention=copy_attention,
             embeddings=embeddings if self.config.pointer_generator else None,
         )
@@ -571,12 +603,10 @@ class VanillaDecoder(VanillaPreTrainedModel):
         source, and the last layer's of a pointer-generator, which computes its attention weights with eager
         attention, whose mask (additive floats) is not SDPA's or flash attention's."""
         mask_config = _mask_config(self.config, kwargs)
-        causal_mask = create_causal_mask(
-            config=mask_config,
-            inputs_embeds=hidden_states,
-            attention_mask=attention_mask,
-            past_key_values=cache.self_attention_cache if cache is not None else None,
-        )
+        # The cache by position, the fourth as in every release: transformers 5.24 renamed the parameter
+        # (`past_key_values`, deprecated until 5.40, is now `cache`).
+        self_attention_cache = cache.self_attention_cache if cache is not None else None
+        causal_mask = create_causal_mask(mask_config, hidden_states, attention_mask, self_attention_cache)
         source = dict(  # the queries as cross-attention sees them (`share_source`)
             inputs_embeds=share_source(hidden_states, encoder_hidden_states.shape[0]),
             attention_mask=encoder_attention_mask,
@@ -616,10 +646,16 @@ class VanillaTransformerModel(VanillaPreTrainedModel):
         }
         self.encoder = VanillaEncoder(config)
         self.decoder = VanillaDecoder(config)
-        if config.tie_word_embeddings:
-            # The same module, not only the same matrix: FSDP then keeps the matrix in one group.
+        self.post_init()  # ties the embeddings (`VanillaPreTrainedModel.tie_weights`)
+
+    def share_embedding_module(self) -> None:
+        """Once transformers has tied the encoder's and decoder's embedding matrices to the shared one, the encoder and
+        decoder take the shared module itself, not only its matrix: FSDP2 refuses a matrix shared by modules in two
+        groups. Untied (`tie_word_embeddings=False`, or while `from_pretrained` builds the model: it ties after
+        loading), each keeps its own."""
+        shared = self.shared.weight
+        if self.encoder.embed_tokens.weight is shared and self.decoder.embed_tokens.weight is shared:
             self.encoder.embed_tokens = self.decoder.embed_tokens = self.shared
-        self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.shared
@@ -630,6 +666,7 @@ class VanillaTransformerModel(VanillaPreTrainedModel):
         self.decoder.embed_tokens = value
 
     @can_return_tuple
+    @takes_cache_keyword
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -641,8 +678,12 @@ class VanillaTransformerModel(VanillaPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         decoder_inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
-        **kwargs,
+        cache: Cache | None = None,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> VanillaSeq2SeqModelOutput:
+        r"""
+        cache: the decoder's cache, transformers 5.24's name for `past_key_values` (either may be passed).
+        """
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs
@@ -658,14 +699,14 @@ class VanillaTransformerModel(VanillaPreTrainedModel):
             attention_mask=decoder_attention_mask,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
-            past_key_values=past_key_values,
+            past_key_values=passed_cache(cache, past_key_values),
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
             **kwargs,
         )
         return VanillaSeq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
-            past_key_values=decoder_outputs.past_key_values,
+            **{CACHE_NAME: getattr(decoder_outputs, CACHE_NAME)},
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
             cross_attentions=decoder_outputs.cross_attentions,
@@ -1049,6 +1090,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Vanilla
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     @can_return_tuple
+    @takes_cache_keyword
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -1063,7 +1105,8 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Vanilla
         use_cache: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
         word_continuation_mask: torch.Tensor | None = None,
-        **kwargs,
+        cache: Cache | None = None,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> VanillaSeq2SeqLMOutput:
         r"""
         input_ids: the source token ids. A pointer-generator copies from them, so it needs them with
@@ -1074,6 +1117,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Vanilla
         logits_to_keep: compute the pre-softmax projection only for the last `logits_to_keep` positions (0: all).
         word_continuation_mask: a pointer-generator's whole-word copying (`whole_word_copy_positions`): True for each
             vocabulary id that continues a word; `generate()` passes its generation config's `word_continuation_ids`.
+        cache: the decoder's cache, transformers 5.24's name for `past_key_values` (either may be passed).
 
         A pointer-generator's `logits` are log P(w) of its final distribution, normalized (a softmax of them is
         themselves), and `p_gen` its probability of generating from the vocabulary.
@@ -1093,10 +1137,10 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Vanilla
             decoder_input_ids=decoder_input_ids,
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
-            past_key_values=past_key_values,
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
+            **{CACHE_NAME: passed_cache(cache, past_key_values)},
             **kwargs,
         )
         kept = _kept_positions(logits_to_keep)
@@ -1114,7 +1158,7 @@ class VanillaTransformerForConditionalGeneration(VanillaPreTrainedModel, Vanilla
         return VanillaSeq2SeqLMOutput(
             loss=loss,
             logits=logits,
-            past_key_values=outputs.past_key_values,
+            **{CACHE_NAME: getattr(outputs, CACHE_NAME)},
             decoder_hidden_states=outputs.decoder_hidden_states,
             decoder_attentions=outputs.decoder_attentions,
             cross_attentions=outputs.cross_attentions,

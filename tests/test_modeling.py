@@ -828,6 +828,35 @@ def test_decoding_under_the_installed_transformers_warns_of_nothing_deprecated()
     assert "deprecat" not in done.stderr.lower(), done.stderr[-3000:]
 
 
+def test_greedy_generate_continues_its_cache_and_compiles_whole(decoding_model):
+    """What transformers' generation tests of a continued cache and of a compiled forward check (skipped in
+    tests/test_transformers_common.py: they assume greedy decoding, which is not the default here), under greedy
+    decoding: 3 tokens then 2 more from the returned cache are the 5 tokens of one call, and the forward compiled whole
+    (`fullgraph=True`, over a static cache) decodes the same tokens."""
+    from hf_vanilla.modeling_vanilla import CACHE_NAME
+
+    model = decoding_model
+    ids, mask, _ = reversal_rows(model, 4, [6, 8, 5, 7], {"num_beams": 1})  # 5 tokens of each reversal: no </s>
+    greedy = dict(attention_mask=mask, num_beams=1, do_sample=False, return_dict_in_generate=True)
+    whole = model.generate(ids, max_new_tokens=5, min_new_tokens=5, **greedy)  # no </s>: nothing ends early
+    first = model.generate(ids, max_new_tokens=3, min_new_tokens=3, **greedy)
+    cache = {CACHE_NAME: getattr(first, CACHE_NAME)}  # its last token is not in it yet: the decoder's mask says so
+    continued = model.generate(
+        ids, decoder_input_ids=first.sequences, decoder_attention_mask=torch.ones_like(first.sequences),
+        max_new_tokens=2, min_new_tokens=2, **greedy, **cache,
+    )
+    assert_varied(whole.sequences)
+    assert torch.equal(continued.sequences, whole.sequences)
+    static = dict(max_new_tokens=5, min_new_tokens=5, cache_implementation="static", **greedy)
+    torch._dynamo.reset()
+    model.forward = torch.compile(model.forward, fullgraph=True)
+    try:
+        compiled = model.generate(ids, **static)
+    finally:
+        del model.forward  # the class's forward again
+    assert torch.equal(compiled.sequences, whole.sequences)
+
+
 def test_unknown_length_penalty_style_is_rejected():
     with pytest.raises(ValueError, match="length_penalty_style"):
         tiny_model().generate(batch()[0], length_penalty_style="linear")
