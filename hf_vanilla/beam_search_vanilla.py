@@ -356,10 +356,12 @@ def _step(beams: _Beams, log_probs: torch.Tensor, cur_len: int, stopping_criteri
     sentences, num_beams, prompt = beams.running.shape[0], search.num_beams, search.prompt
     candidates = search.top_num_beam_mask.shape[0]
     accumulated = (log_probs.view(sentences, num_beams, -1) + beams.running_scores[..., None]).view(sentences, -1)
-    # The top `candidates` continuations over all beams (sampled without replacement for beam sampling).
+    # The top `candidates` continuations over all beams (sampled without replacement for beam sampling, then ranked,
+    # as transformers 5.24 ranks them: only the best num_beams of them may finish a hypothesis).
     if search.do_sample:
         top = torch.multinomial(torch.softmax(accumulated, dim=-1), num_samples=candidates)
-        top_scores = torch.gather(accumulated, 1, top)
+        top_scores, order = torch.gather(accumulated, 1, top).sort(dim=-1, descending=True)
+        top = top.gather(-1, order)
     else:
         top_scores, top = torch.topk(accumulated, k=candidates)
     vocab_size = accumulated.shape[-1] // num_beams
