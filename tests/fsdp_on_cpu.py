@@ -36,6 +36,7 @@ def _initialise_with_fsdp(self, *args, **kwargs):
 if __name__ == "__main__":
     AcceleratorState.__init__ = _initialise_with_fsdp
     sys.argv = sys.argv[1:]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))  # as `python recipe.py` puts its folder first
     code = 0
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
