@@ -111,18 +111,24 @@ LONG = [
 ]
 
 
+def reversal_inputs(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """(input_ids, attention_mask, answers) of sequences of REVERSAL_SYMBOLS, each + </s>, right-padded in a batch."""
+    ids = torch.zeros(len(sequences), max(map(len, sequences)) + 1, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence) + 1] = torch.tensor([*sequence, 2])
+    return ids, (ids != 0).long(), [[*sequence[::-1], 2] for sequence in sequences]
+
+
 def decoded_without_cache(model, sequences: list[list[int]], decoding: dict | None = None) -> list[list[int]]:
     """`model`'s decoding (`decoded`, </s> included) of each sequence of REVERSAL_SYMBOLS (</s> appended, padded in
     one batch) under its generation config updated by `decoding` (None: `RULE_FREE`, at most the longest answer's
     length + 2 tokens); always without the cache, so that a broken cache fails the tests that check it rather than
     the choice of their inputs."""
-    ids = torch.zeros(len(sequences), max(map(len, sequences)) + 1, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        ids[row, : len(sequence) + 1] = torch.tensor([*sequence, 2])
+    ids, mask, _ = reversal_inputs(sequences)
     if decoding is None:
         decoding = {**RULE_FREE, "max_new_tokens": ids.shape[1] + 2}
     with torch.no_grad():
-        out = model.generate(ids, attention_mask=(ids != 0).long(), use_cache=False, **decoding)
+        out = model.generate(ids, attention_mask=mask, use_cache=False, **decoding)
     return [decoded(row) for row in out.tolist()]
 
 
@@ -169,10 +175,7 @@ def reversal_rows(
     for index, length in enumerate(lengths):
         drawn, _, _ = reversal_batch(seed * 1000 + index, candidates, (length, length))
         chosen.append(_right(model, drawn[:, :length].tolist(), decodings, f"{candidates} sequences of {length}")[0])
-    ids = torch.zeros(len(lengths), max(lengths) + 1, dtype=torch.long)
-    for row, sequence in enumerate(chosen):
-        ids[row, : len(sequence) + 1] = torch.tensor([*sequence, 2])
-    return ids, (ids != 0).long(), [[*sequence[::-1], 2] for sequence in chosen]
+    return reversal_inputs(chosen)
 
 
 def varied(row: list[int]) -> bool:
@@ -199,11 +202,7 @@ def chosen_rows(
     if len(picked) < rows or (wanted is not None and not first):
         written = "; ".join(f"{_words(s)!r} -> {_words(o)!r}" for s, o in zip(sequences, outputs))
         pytest.fail(f"of {candidates} candidates, {len(good)} decode varied, {len(first)} as wanted: {written}")
-    picked.sort()
-    ids = torch.zeros(rows, max(len(sequences[i]) for i in picked) + 1, dtype=torch.long)
-    for row, i in enumerate(picked):
-        ids[row, : len(sequences[i]) + 1] = torch.tensor([*sequences[i], 2])
-    return ids, (ids != 0).long(), [[*sequences[i][::-1], 2] for i in picked]
+    return reversal_inputs([sequences[i] for i in sorted(picked)])
 
 
 def reversal_tokenizer():
