@@ -2,7 +2,7 @@
 MarianMTModel (the same weights through `hf_vanilla.convert.to_marian`) and CTranslate2 in float32 and int8
 (`hf_vanilla.ct2.export_ct2`).
 
-    python benchmarks/compare_engines.py --run-dir runs/wmt_ende          # the demo run (its final/ and samples.jsonl)
+    python -m benchmarks.compare_engines --run-dir runs/wmt_ende          # the demo run (its final/ and samples.jsonl)
 
 Speed: target tokens/s of greedy and beam-4 decoding at batch 1 and 16 on the first newstest2014 English sentences
 (tokenized with the demo's tokenizer), every engine writing exactly --new-tokens tokens per sentence (min = max
@@ -19,21 +19,21 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-import transformers
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_vanilla
+from hf_vanilla.batch_decoding import generate_texts
 from hf_vanilla.convert import to_marian
 from hf_vanilla.ct2 import export_ct2, translate_options, vocabulary
-from hf_vanilla.decoding import generate_texts
 from hf_vanilla.evaluation.bleu import sacrebleu_score
+
+from benchmarks.environment import environment
 
 SHARED_DATA = Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 NEWSTEST = SHARED_DATA / "wmt14-ende-sample" / "newstest2014-src.en"
@@ -226,12 +226,8 @@ def main() -> None:
             results["base"] = {"speed": measure_speed(engines, sentences, args)}
     setting = dict(
         vars(args),
-        torch=torch.__version__,
-        transformers=transformers.__version__,
         ctranslate2=ctranslate2.__version__,
         torch_threads=torch.get_num_threads(),
-        cpu=platform.processor() or platform.machine(),
-        cores=os.cpu_count(),
         demo_parameters=sum(p.numel() for p in model.parameters()),
         note="a machine shared with other processes",
     )
@@ -245,7 +241,7 @@ def main() -> None:
             print(f"{key:14}" + "".join(f"{cell:>26}" for cell in row))
     output = Path(args.json or Path(__file__).parent / "results" / f"{datetime.date.today()}-cpu-engines.json")
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps({"setting": setting, "results": results}, indent=2))
+    output.write_text(json.dumps({"environment": environment(), "setting": setting, "results": results}, indent=2))
     print(f"written to {output}")
 
 

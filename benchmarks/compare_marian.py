@@ -1,10 +1,10 @@
 """hf_vanilla against transformers' own Transformer-base translation models, side by side in one process.
 
-    python benchmarks/compare_marian.py --record             # CPU, fp32, docs/benchmarks.md's settings; recorded
-    python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --batch-size 64
-    python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --preset big --compile \
+    python -m benchmarks.compare_marian --record             # CPU, fp32, docs/benchmarks.md's settings; recorded
+    python -m benchmarks.compare_marian --device cuda --dtype bfloat16 --batch-size 64
+    python -m benchmarks.compare_marian --device cuda --dtype bfloat16 --preset big --compile \
         --loss-chunk-tokens 4096 --parts train --skip-fsmt   # big, compiled, with and without the chunked loss
-    python benchmarks/compare_marian.py --device cuda --dtype bfloat16 --parts decode --cache static
+    python -m benchmarks.compare_marian --device cuda --dtype bfloat16 --parts decode --cache static
 
 Builds hf_vanilla, `MarianMTModel` and `FSMTForConditionalGeneration` at Transformer-base size (6+6 layers, 512, 2048,
 8 heads, one shared 32k vocabulary; `--preset big`: 1024, 4096, 16 heads; any size of `hf_vanilla.SIZES`).
@@ -20,13 +20,13 @@ padding against random batches; on CUDA, model FLOP utilisation. `--parts` picks
 hf_vanilla computing the output projection and loss N target positions at a time (`loss_chunk_tokens`), trained
 only. `--cache static` decodes with `generate(cache_implementation="static")`, which on CUDA makes transformers
 compile the decoding step (`--decode-compile-backend` forces that compilation with a backend, on any device).
---record writes the run to benchmarks/results/<date>-<device>.json: `device`, `torch`, `transformers`, `date`,
-`train` -> the preset's name, e.g. `base` (target-side MFU: 6 x parameters x target tokens/s over the GPU's dense
-peak), `decode` (hf_vanilla's and Marian's tokens/s per setting), and every figure under `results`.
+--record writes the run to benchmarks/results/<date>-<device>.json: `environment` (`benchmarks.environment`'s
+header), `setting`, `train` -> the preset's name, e.g. `base` (target-side MFU: 6 x parameters x target tokens/s over
+the GPU's dense peak), `decode` (hf_vanilla's and Marian's tokens/s per setting), and every figure under `results`;
+--json writes its `environment`, `setting` and `results`.
 """
 
 import argparse
-import datetime
 import json
 import multiprocessing
 import os
@@ -36,14 +36,14 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import transformers
 from transformers import FSMTConfig, FSMTForConditionalGeneration
 
 from hf_vanilla import SIZES, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.convert import to_marian
 from hf_vanilla.data.batching import TokenBudgetBatchSampler, random_batches
 
-from flag_checks import add_model_size, require_at_least
+from benchmarks.environment import environment
+from benchmarks.flag_checks import add_model_size, require_at_least
 
 SHARED_DATA = (
     Path(os.environ.get("HF_VANILLA_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -338,14 +338,11 @@ def sampler_padding(max_tokens: int) -> dict:
     }
 
 
-def run_record(results: dict, setting: dict, device: torch.device, target_tokens: int) -> dict:
-    """The run as benchmarks/results/ keeps it (see the module's docstring)."""
+def run_record(results: dict, setting: dict, header: dict, target_tokens: int) -> dict:
+    """The run as benchmarks/results/ keeps it (see the module's docstring), under `header` (`environment`)."""
     ours, marian = results["hf_vanilla"], results["MarianMTModel"]
     return {
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "date": datetime.date.today().isoformat(),
+        "environment": header,
         "setting": setting,
         "train": {
             setting["model_size"]: {
@@ -489,11 +486,12 @@ def main(argv: list[str] | None = None) -> None:
     results["hf_vanilla"]["max_logit_difference_vs_marian"] = check_same_function(
         models["hf_vanilla"], models["MarianMTModel"], source[:16], target[:16]
     )
-    setting = dict(vars(args), threads=torch.get_num_threads(), torch=torch.__version__)
+    setting, header = dict(vars(args), threads=torch.get_num_threads()), environment()
 
     def write_json() -> None:
         if args.json:
-            Path(args.json).write_text(json.dumps({"setting": setting, "results": results}, indent=2))
+            record = {"environment": header, "setting": setting, "results": results}
+            Path(args.json).write_text(json.dumps(record, indent=2))
 
     for name, model in models.items():
         results[name].update(model_figures(name, model, source, target, args))
@@ -503,9 +501,9 @@ def main(argv: list[str] | None = None) -> None:
     write_json()
     print_table(results, setting, list(models))
     if args.record:
-        record = run_record(results, setting, device, args.batch_size * args.length)
-        name = "cpu" if device.type == "cpu" else record["device"].replace(" ", "-")
-        path = Path(__file__).parent / "results" / f"{record['date']}-{name}.json"
+        record = run_record(results, setting, header, args.batch_size * args.length)
+        name = "cpu" if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "-")
+        path = Path(__file__).parent / "results" / f"{header['date'][:10]}-{name}.json"
         path.write_text(json.dumps(record, indent=2) + "\n")
         print(f"recorded in {path}")
 

@@ -1,8 +1,8 @@
 """Every GPU measurement the project still owes, in one command, within 25 minutes of a lent GPU.
 
-    python benchmarks/gpu_suite.py --dry-run          # the plan: each step, its command and time budget (no GPU)
-    python benchmarks/gpu_suite.py                    # all steps, results in benchmarks/results/
-    python benchmarks/gpu_suite.py --out DIR --only train-base,decode --budget-minutes 10
+    python -m benchmarks.gpu_suite --dry-run          # the plan: each step, its command and time budget (no GPU)
+    python -m benchmarks.gpu_suite                    # all steps, results in benchmarks/results/
+    python -m benchmarks.gpu_suite --out DIR --only train-base,decode --budget-minutes 10
 
 Steps, the most wanted first (so that a session cut short keeps them), each a subprocess of its own (`STEPS`):
 
@@ -29,17 +29,15 @@ name is taken), rewritten after every step (so a session cut off mid-suite keeps
 every step's raw output. The JSON:
 
     {
-      "schema": 1,
-      "device": "NVIDIA H100 80GB HBM3",          # torch.cuda.get_device_name()
-      "torch": "2.11.0+cu130", "transformers": "5.23.0", "python": "3.12.3",
+      "schema": 2,
+      "environment": {...},                       # benchmarks/environment.py's header: the machine (its GPU's
+                                                  # name), versions, commit (or --commit), when the suite started
       "transformers_meets_pin": true,             # pyproject.toml's transformers requirement holds
-      "date": "2026-11-25T01:30:00+00:00",        # when the suite started, UTC
-      "commit": "d8a1b36...",                     # `git rev-parse HEAD`, --commit, or "unknown"
       "budget_s": 1500,
       "finished": false,                          # true once the last step has ended
       "steps": {
         "train-base": {
-          "what": "...", "command": ["python", "benchmarks/compare_marian.py", ...], "budget_s": 120,
+          "what": "...", "command": ["python", "-m", "benchmarks.compare_marian", ...], "budget_s": 120,
           "status": "ok",                         # ok | failed | timed out | skipped
           "returncode": 0, "seconds": 48.2,
           "figures": {...},                       # the step's own JSON: per model for compare_marian.py, the
@@ -55,10 +53,8 @@ detached and reads it back in later calls.
 """
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import re
 import shlex
 import signal
@@ -70,9 +66,11 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.environment import environment
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = Path(__file__).resolve().parent
-SCHEMA = 1
+SCHEMA = 2  # 1: the suite's own header (device, versions, date, commit); 2: benchmarks/environment.py's
 BUDGET_MINUTES = 25
 MIN_STEP_S = 30  # a step is not started with less than this left of the suite's budget
 LOG_TAIL_CHARS = 3000
@@ -94,7 +92,7 @@ class Step:
 
 def _compare(*extra: str) -> tuple[str, ...]:
     common = ("--device", "cuda", "--dtype", "bfloat16", "--skip-fsmt", "--json", JSON)
-    return (PYTHON, "benchmarks/compare_marian.py", *common, *extra)
+    return (PYTHON, "-m", "benchmarks.compare_marian", *common, *extra)
 
 
 TRAIN = ("--parts", "train", "--batch-size", "256", "--length", "32", "--train-steps", "10")
@@ -127,7 +125,7 @@ STEPS = (
         "loss-curves",
         "200 updates of base, fp32 and bf16, same seed and batches",
         150,
-        (PYTHON, "benchmarks/loss_curves.py", "--device", "cuda", "--model-size", "base", "--steps", "200")
+        (PYTHON, "-m", "benchmarks.loss_curves", "--device", "cuda", "--model-size", "base", "--steps", "200")
         + ("--json", JSON),
         "curves",
     ),
@@ -198,12 +196,9 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
 
 
-def git_commit() -> str:
-    try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return result.stdout.strip() if result.returncode == 0 else "unknown"
+def device_name(header: dict) -> str:
+    """The device a suite's record names its file for: the GPU's name, "cpu" where there was none."""
+    return header["environment"]["machine"]["gpu"] or "cpu"
 
 
 def transformers_meets_pin(version: str) -> bool | None:
@@ -218,20 +213,14 @@ def transformers_meets_pin(version: str) -> bool | None:
         return None
 
 
-def environment(commit: str | None) -> dict:
-    """The record's header: device, versions, start time, commit."""
-    import torch
-    import transformers
-
+def suite_header(commit: str | None) -> dict:
+    """The record's header: the schema, the environment (`benchmarks.environment`) and whether its transformers is
+    the pinned one."""
+    header = environment(commit)
     return {
         "schema": SCHEMA,
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "transformers_meets_pin": transformers_meets_pin(transformers.__version__),
-        "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
-        "commit": commit or git_commit(),
+        "environment": header,
+        "transformers_meets_pin": transformers_meets_pin(header["transformers"]),
     }
 
 
@@ -349,11 +338,11 @@ def run_suite(steps: list[Step], out: Path, budget_s: float, header: dict, pytho
     OUT/<date>-gpu-suite-<device slug>.json (-2, -3, ... when taken) after every step and their output to the .log
     beside it."""
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{header['date'][:10]}-gpu-suite-{slug(header['device'])}"
+    stem = f"{header['environment']['date'][:10]}-gpu-suite-{slug(device_name(header))}"
     taken = 1
     while (out / f"{stem}.json").exists() or (out / f"{stem}.log").exists():
         taken += 1
-        stem = f"{header['date'][:10]}-gpu-suite-{slug(header['device'])}-{taken}"
+        stem = f"{header['environment']['date'][:10]}-gpu-suite-{slug(device_name(header))}-{taken}"
     path, log_path = out / f"{stem}.json", out / f"{stem}.log"
     record = {**header, "budget_s": round(budget_s), "finished": False, "steps": {}}
     write_record(record, path)
@@ -423,12 +412,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    header = environment(args.commit)
+    header = suite_header(args.commit)
     print(f"gpu_suite: {json.dumps(header)}", flush=True)
     if header["transformers_meets_pin"] is False:
         print(
-            f"gpu_suite: warning: transformers {header['transformers']} is not the version pyproject.toml pins; "
-            "the figures are recorded with it (docs/benchmarks.md, 'On a lent GPU', says how to carry the pinned one)",
+            f"gpu_suite: warning: transformers {header['environment']['transformers']} is not the version "
+            "pyproject.toml pins; the figures are recorded with it (docs/benchmarks.md, 'On a lent GPU', says how to "
+            "carry the pinned one)",
             flush=True,
         )
     run_suite(steps, args.out, budget_s, header)

@@ -1,6 +1,6 @@
 """The training loss of the same model in fp32 and under bf16 autocast, update by update, in one process.
 
-    python benchmarks/loss_curves.py --device cuda --preset base --steps 200 --json curves.json
+    python -m benchmarks.loss_curves --device cuda --preset base --steps 200 --json curves.json
 
 Both runs start from the same initial weights (seed), draw the same dropout masks (the seed is set again before
 each) and see the same batches, built once before either: a fixed synthetic translation task, not a corpus, because
@@ -17,9 +17,9 @@ them. "bf16" is mixed precision as the recipes run it (`--mixed-precision bf16`)
 forward and backward under `torch.autocast(dtype=bfloat16)`; "fp32" is plain fp32 (no TF32: the float32 matmul
 precision is recorded). Losses are read back once at the end, not at every update.
 
-The JSON (--json): `setting`, `curves` (`fp32`, `bf16`: the loss of every update), `seconds` of each run, and
-`summary`: each curve's first loss and mean of the last 10, the largest |difference| between the curves and the
-difference of the last-10 means relative to fp32's.
+The JSON (--json): `environment` (`benchmarks.environment`'s header), `setting`, `curves` (`fp32`, `bf16`: the loss
+of every update), `seconds` of each run, and `summary`: each curve's first loss and mean of the last 10, the largest
+|difference| between the curves and the difference of the last-10 means relative to fp32's.
 """
 
 import argparse
@@ -33,7 +33,8 @@ import torch
 from hf_vanilla import SIZES, VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.training.schedule import paper_optimizer, paper_scheduler
 
-from flag_checks import add_model_size, require_at_least
+from benchmarks.environment import environment
+from benchmarks.flag_checks import add_model_size, require_at_least
 
 PAD, BOS, EOS = 0, 1, 2
 PRECISIONS = ("fp32", "bf16")
@@ -137,9 +138,9 @@ def main(argv: list[str] | None = None) -> dict:
     for name in PRECISIONS:
         curves[name], seconds[name] = loss_curve(config, batches, device, name == "bf16", args.warmup, args.seed)
     record = {
+        "environment": environment(),
         "setting": dict(
             vars(args),
-            torch=torch.__version__,
             float32_matmul_precision=torch.get_float32_matmul_precision(),
             target_tokens=sum(int((labels != -100).sum()) for _, _, labels in batches),
         ),

@@ -1,8 +1,8 @@
 """What the pointer-generator's copy costs: training and decoding tokens/s of the same model with and without it, in
 one process, on summarization-shaped data.
 
-    python benchmarks/pointer_generator_speed.py                                  # demo size, CPU
-    python benchmarks/pointer_generator_speed.py --model-size base --device cuda --dtype bfloat16 --repeats 7 \
+    python -m benchmarks.pointer_generator_speed                                  # demo size, CPU
+    python -m benchmarks.pointer_generator_speed --model-size base --device cuda --dtype bfloat16 --repeats 7 \
         --json pointer_generator_speed.json
 
 Both models get the same weights (the copy model adds only its gate) and the same data: `--documents` synthetic
@@ -28,7 +28,8 @@ from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditiona
 from hf_vanilla.data.batching import TokenBudgetBatchSampler
 from hf_vanilla.errors import user_exit
 
-from flag_checks import add_model_size, require_at_least
+from benchmarks.environment import environment
+from benchmarks.flag_checks import add_model_size, require_at_least
 
 PAD, BOS, EOS = 0, 1, 2
 SOURCE_LENGTHS, TARGET_LENGTHS = (120, 400), (10, 60)
@@ -202,9 +203,9 @@ def main(argv: list[str] | None = None) -> None:
             "train_tokens": train_tokens,
             "train_batch_shapes": [list(s.shape) + list(t.shape) for s, t in batches],
         }
-        settings |= {"torch": torch.__version__, "threads": torch.get_num_threads()}
+        settings |= {"threads": torch.get_num_threads()}
         with open(args.json, "w") as file:
-            json.dump({"settings": settings, "results": results}, file, indent=1)
+            json.dump({"environment": environment(), "settings": settings, "results": results}, file, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,22 @@
 """docs/benchmarks.md's measured figures, rendered from the records under benchmarks/results/.
 
-    python benchmarks/render_tables.py           # rewrite the page's record blocks from the records
-    python benchmarks/render_tables.py --check   # exit 1, naming the blocks, where the page and the records differ
+    python -m benchmarks.render_tables           # rewrite the page's record blocks from the records
+    python -m benchmarks.render_tables --check   # exit 1, naming the blocks, where the page and the records differ
 
 Each block of the page sits between `<!-- record: NAME -->` and `<!-- /record -->`; NAME is one of `BLOCKS`, which
 names the record(s) it is read from. Everything between the two comments is rewritten: a figure is changed by
 recording a new run (the command each block names), never by hand. tests/test_docs.py checks that the page equals
-its rendering and that no table of the page stands outside a block.
+its rendering and that no table of the page stands outside a block. Every block names the machine its records ran
+on, read by `machine` alone: records of different dates wrote their headers differently.
 """
 
 import argparse
 import json
 import re
+import statistics
 import sys
 import textwrap
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +39,29 @@ SETTINGS = {
 
 def record(name: str) -> dict:
     return json.loads((RESULTS / name).read_text())
+
+
+def machine(run: dict) -> str:
+    """The machine a record ran on, as the page names it, from whichever header the record has: the `environment`
+    that `benchmarks/environment.py` writes (its `machine`), or the older headers: a peer run's `device` (a dict,
+    naming the CPU model from 2026-11-27 on), compare_marian's and gpu_suite's `device` (a string: "cpu" or the GPU's
+    name), compare_engines' `setting` and pointer_generator_speed's `settings` (architecture, cores, threads)."""
+    device = run.get("device")
+    setting = next((s for s in (run.get("setting"), run.get("settings")) if isinstance(s, dict)), {})
+    if "environment" in run:
+        header = run["environment"]["machine"]
+        header = {**header, "cpu_count": header.get("cores"), "threads": header.get("threads")}
+        device = header.get("gpu") or header
+    if isinstance(device, str) and device != "cpu":
+        return device
+    header = (
+        device if isinstance(device, dict) else {"processor": setting.get("cpu"), "cpu_count": setting.get("cores")}
+    )
+    cores, architecture = header.get("cpu_count"), header.get("processor") or "CPU"
+    name = f"{cores}-core {architecture}" if cores else architecture
+    name = f"{header['cpu_model']} ({name})" if header.get("cpu_model") else f"{name} (model not recorded)"
+    threads = header.get("threads") or setting.get("threads")
+    return f"{name}, {threads} threads" if threads else name
 
 
 def number(value: float, digits: int = 1) -> str:
@@ -67,9 +93,9 @@ def marian_block() -> str:
     length, sampler = setting["length"], results["sampler"]
     return (
         wrapped(
-            f"`benchmarks/results/{MARIAN_RECORD}` (`python benchmarks/compare_marian.py --record`, {run['date']}): "
-            f"{run['device']}, {setting['dtype']}, {setting['threads']} threads, torch {run['torch']}, transformers "
-            f"{run['transformers']}; batch {setting['batch_size']} × {length} + {length} tokens, "
+            f"`benchmarks/results/{MARIAN_RECORD}` ({run['date']}), on {machine(run)}: {setting['dtype']}, torch "
+            f"{run['torch']}, transformers {run['transformers']}; batch {setting['batch_size']} × {length} + {length} "
+            "tokens, "
             f"{setting['new_tokens']} new tokens, each figure the mean of {setting['repeats']} timed calls after a "
             f"warm-up; hf_vanilla's and Marian's logits differ by at most "
             f"{ours['max_logit_difference_vs_marian']:.1e}:"
@@ -112,7 +138,7 @@ def engine_speed_block() -> str:
     names = " and ".join(f"`benchmarks/results/{name}`" for name in ENGINE_RECORDS)
     return (
         wrapped(
-            f"{names} ({setting['threads']} threads, {setting['rounds']} rounds, {setting['sentences_b1']} "
+            f"{names}, on {machine(record(ENGINE_RECORDS[0]))} ({setting['rounds']} rounds, {setting['sentences_b1']} "
             f"sentences at batch 1 and {setting['sentences_b16']} at batch 16, {setting['new_tokens']} new tokens "
             f"each; the demo model has {number(setting['demo_parameters'], 0)} parameters; {setting['note']}): target "
             "tokens/s, median (best round) of the first record · of the second (`--skip-bleu`):"
@@ -165,84 +191,119 @@ def engine_bleu_block() -> str:
     )
 
 
-# The peers' records (`benchmarks/peers/run.py`), in the order their table lists tasks and systems.
-PEER_TASKS = ("translation", "summarization", "parsing")
-PEER_METRICS = {"sacrebleu": "sacreBLEU", "rouge1": "ROUGE-1", "f1": "F1"}
+# The peers' records (`python -m benchmarks.peers`): one verdict table a task.
+PEER_METRICS = {"sacrebleu": "sacreBLEU", "rouge1": "ROUGE-1", "f1": "EVALB F1"}
+# A machine's speed reference: the first of these systems with an idle run of the task there (hf_vanilla-normal-init
+# is the translation recipe as it ran before 2026-11-28: the same work a step, another initial draw).
+SPEED_REFERENCES = ("hf_vanilla", "hf_vanilla-normal-init")
+# What an hf_vanilla row other than the recipe's own run is.
+HF_VANILLA_VARIANTS = {
+    "hf_vanilla-ct2": "the hf_vanilla runs' CTranslate2 export (their training figures), decoding with length "
+    "normalization and one length limit a split",
+    "hf_vanilla-ct2-normal-init": "the hf_vanilla-normal-init runs' CTranslate2 export, as hf_vanilla-ct2",
+    "hf_vanilla-normal-init": "the recipe with N(0, 0.02) projections and a `<s>` start (`--init-scheme normal "
+    "--decoder-start bos`)",
+    "hf_vanilla-no-copy": "the recipe without its copy mechanism (`--no-pointer-generator`)",
+    "hf_vanilla-no-grammar": "the recipe decoding freely, then repairing (`--no-tree-grammar`)",
+}
 
 
-def peer_records() -> list[dict]:
-    """Every full peer run's record (`peers-*.json`; a `short_check` run is no figure)."""
-    records = [json.loads(path.read_text()) for path in sorted(RESULTS.glob("peers-*.json"))]
+def peer_records(task: str) -> list[dict]:
+    """Every full peer run's record of `task` (`peers-TASK-*.json`; a `short_check` run is no figure)."""
+    records = [json.loads(path.read_text()) for path in sorted(RESULTS.glob(f"peers-{task}-*.json"))]
     return [r for r in records if not r.get("short_check")]
 
 
-def spread(values: list[float], digits: int = 1) -> str:
-    """The mean of `values`, with their least and greatest where there are several: `21.3 (20.9-21.7)`."""
-    mean = number(sum(values) / len(values), digits)
-    return mean if len(values) == 1 else f"{mean} ({number(min(values), digits)}-{number(max(values), digits)})"
+def seeds(runs: list[dict]) -> str:
+    """The runs' seeds, consecutive ones as a range: `1-7`, `1, 3`."""
+    numbers, spans = sorted(r["seed"] for r in runs), []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-def timed(runs: list[dict], key: str, digits: int = 1, scale: float = 1.0) -> str:
-    """`spread` of `key` over the runs made on an idle machine (a run beside other work times nothing)."""
-    idle = [r[key] / scale for r in runs if not r.get("machine_shared")]
-    return spread(idle, digits) if idle else "shared machine"
+def quality(values: list[float]) -> str:
+    """Mean ± standard deviation (least-greatest) over seeds; one seed's value alone."""
+    if len(values) == 1:
+        return number(values[0], 2)
+    return (
+        f"{number(statistics.mean(values), 2)} ± {number(statistics.stdev(values), 2)} "
+        f"({number(min(values), 2)}-{number(max(values), 2)})"
+    )
 
 
-def peer_row(task: str, system: str, runs: list[dict]) -> list[str]:
-    """The peers table's row of one task and system over its seeds' runs."""
-    metric = PEER_METRICS.get(runs[0]["quality"]["metric"], runs[0]["quality"]["metric"])
-    return [
-        task,
-        system,
-        ", ".join(str(r["seed"]) for r in runs),
-        f"{metric} {spread([r['quality']['value'] for r in runs], 2)}",
-        timed(runs, "train_tokens_per_s"),
-        timed(runs, "wall_s", scale=60),
-        timed(runs, "decode_sentences_per_s", 2),
-        number(max(r["peak_rss_mb"] for r in runs), 0),
-    ]
+def idle(runs: list[dict]) -> list[dict]:
+    """The runs made on an idle machine (a record's `machine_shared`: a run beside other work times nothing)."""
+    return [r for r in runs if not r.get("machine_shared")]
 
 
-def machine(record: dict) -> str:
-    """The machine a peer record ran on, as the peers tables name it: its CPU model (where recorded), architecture
-    and threads."""
-    device = record["device"]
-    model = device.get("cpu_model") or "a CPU whose model the record does not name"
-    return f"{model}, {device['processor']}, {device['threads'] or 'torch default'} threads of {device['cpu_count']}"
+def idle_mean(runs: list[dict], key: str) -> float | None:
+    """The mean of `key` over the idle runs, None where there are none."""
+    return statistics.mean(r[key] for r in idle(runs)) if idle(runs) else None
 
 
-def peer_rows(records: list[dict]) -> list[list[str]]:
-    """One row a task and system (`peer_row`), hf_vanilla's first in each task."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in sorted(
-        records, key=lambda r: (PEER_TASKS.index(r["task"]), not r["system"].startswith("hf_vanilla"), r["system"])
-    ):
-        scale = r.get("resolved_settings", {}).get("peer_lr_scale")
-        groups.setdefault((r["task"], r["system"] + (f" (lr_scale {scale:g})" if scale else "")), []).append(r)
-    return [peer_row(task, system, runs) for (task, system), runs in groups.items()]
+def speed(runs: list[dict], reference: list[dict], key: str, digits: int) -> str:
+    """`key`'s idle mean, and its ratio to the reference runs' on the same machine: `15,925.2 (0.82)`."""
+    value, base = idle_mean(runs, key), idle_mean(reference, key)
+    if value is None:
+        return "shared machine"
+    return f"{number(value, digits)} ({value / base:.2f})" if base else number(value, digits)
 
 
-def peers_block() -> str:
-    """benchmarks/peers/run.py: each task's systems on the same data, pieces and budget, over their seeds; one table a
-    machine (`machine`), the one with the most runs first, as speeds compare on one machine only."""
-    records = peer_records()
+def unmatched(system: str, runs: list[dict]) -> str:
+    """What a row's system does not match of the recipe: a peer's unmatched settings, as its newest record's settings
+    table names them; an hf_vanilla variant's own difference."""
+    if system.startswith("hf_vanilla"):
+        return HF_VANILLA_VARIANTS.get(system.split(" ")[0], "–")
+    newest = max(runs, key=lambda r: r.get("date", ""))
+    return ", ".join(row["setting"] for row in newest.get("settings", []) if not row.get("matched", True)) or "–"
+
+
+def system_name(run: dict) -> str:
+    """A row's system: the record's, with the peer's own learning-rate scale where it was given one."""
+    scale = run.get("resolved_settings", {}).get("peer_lr_scale")
+    return run["system"] + (f" (lr_scale {scale:g})" if scale else "")
+
+
+def verdict_block(task: str) -> str:
+    """`python -m benchmarks.peers --task TASK`: each system's quality over its seeds, its training and decoding speed
+    beside hf_vanilla's on the same machine (`machine`), and what it does not match of the recipe."""
+    records = peer_records(task)
     if not records:
         return wrapped("No full run is recorded yet.")
-    machines: dict[str, list[dict]] = {}
-    for r in records:
-        machines.setdefault(machine(r), []).append(r)
-    header = ["task", "system", "seeds", "quality: mean (min-max)", "training tokens/s", "wall (min)",
-              "decoding sentences/s", "peak RSS (MiB)"]  # fmt: skip
-    text = wrapped(
-        f"`benchmarks/results/peers-*.json` ({len(records)} runs; each run's command and settings table are in its "
-        "record), one table a machine: speeds compare within a table only. Quality on the demo's test split with "
-        "this project's scorers; training tokens/s as each record's `train_tokens_per_s_basis` says; decoding at the "
-        "demo's beam over the test split; mean over seeds (least-greatest); the speeds and wall time of idle runs "
-        "only (a record's `machine_shared`: its 15-minute load average above its own threads)."
-    )
-    for name, runs in sorted(machines.items(), key=lambda item: -len(item[1])):
-        text += "\n" + wrapped(f"On {name} ({len(runs)} runs):") + "\n" + table(header, peer_rows(runs))
-    return text
+    groups: dict[tuple[str, str], list[dict]] = {}
+    order = [name for name, _ in Counter(machine(r) for r in records).most_common()]  # the most runs first
+    for r in sorted(
+        records,
+        key=lambda r: (order.index(machine(r)), not r["system"].startswith("hf_vanilla"), system_name(r)),
+    ):
+        groups.setdefault((machine(r), system_name(r)), []).append(r)
+    metric = PEER_METRICS.get(records[0]["quality"]["metric"], records[0]["quality"]["metric"])
+    rows, references = [], set()
+    for (where, system), runs in groups.items():
+        name = next((name for name in SPEED_REFERENCES if idle(groups.get((where, name), []))), None)
+        reference = groups[where, name] if name else []
+        references.add(name)
+        rows.append(
+            [
+                system,
+                where,
+                seeds(runs),
+                quality([r["quality"]["value"] for r in runs]),
+                speed(runs, reference, "train_tokens_per_s", 1),
+                speed(runs, reference, "decode_sentences_per_s", 2),
+                unmatched(system, runs),
+            ]
+        )
+    header = ["system", "machine", "seeds", f"{metric}: mean ± sd (least-greatest)",
+              "training tokens/s (× hf_vanilla)", "decoding sentences/s (× hf_vanilla)",
+              "what it does not match of the recipe"]  # fmt: skip
+    others = sorted(name for name in references - {SPEED_REFERENCES[0]} if name)
+    notes = [f"Speeds beside `{name}`'s where a machine has no `{SPEED_REFERENCES[0]}` run." for name in others]
+    return table(header, rows) + "".join("\n" + wrapped(note) for note in notes)
 
 
 GPU_TRAINING = {
@@ -261,18 +322,18 @@ def flag(command: list[str], name: str) -> str:
 
 def gpu_suites() -> dict[str, tuple[list[str], dict[str, dict]]]:
     """Each GPU's suite records (`*-gpu-suite-*.json`) and the latest finished run of each step: the records that
-    give a step, by start time, each named with its commit and the steps it gives."""
+    give a step, by start time, each named with its torch and the steps it gives."""
     suites: dict[str, tuple[list[str], dict[str, dict]]] = {}
     runs = [(json.loads(path.read_text()), path.name) for path in RESULTS.glob("*-gpu-suite-*.json")]
     for run, name in sorted(runs, key=lambda pair: pair[0]["date"]):
-        steps = suites.setdefault(run["device"], ([], {}))[1]
-        where = {"record": name, "commit": run["commit"][:7], "torch": run["torch"], "date": run["date"][:10]}
+        steps = suites.setdefault(machine(run), ([], {}))[1]
+        where = {"record": name, "torch": run["torch"], "date": run["date"][:10]}
         steps.update({step: value | where for step, value in run["steps"].items() if value["status"] == "ok"})
     for names, steps in suites.values():
         for record in dict.fromkeys(step["record"] for step in steps.values()):
             given = [name for name, step in steps.items() if step["record"] == record]
             first = steps[given[0]]
-            names.append(f"`{record}` (commit {first['commit']}, torch {first['torch']}): {', '.join(given)}")
+            names.append(f"`{record}` (torch {first['torch']}): {', '.join(given)}")
     return suites
 
 
@@ -322,7 +383,7 @@ def gpu_decoding_rows(steps: dict[str, dict]) -> tuple[list[str], list[list[str]
 
 
 def gpu_notes(steps: dict[str, dict]) -> list[str]:
-    """The suite's figures that are sentences, not tables: the CUDA tests, the static cache's graphs, the curves."""
+    """The suite's figures that are sentences, not tables: the CUDA tests and the static cache's graphs."""
     notes = []
     if "cuda-tests" in steps:
         tests = steps["cuda-tests"]["figures"]
@@ -337,20 +398,11 @@ def gpu_notes(steps: dict[str, dict]) -> list[str]:
             f"{ours['decode_compiled_graphs']} graphs and {ours['decode_graph_breaks']} breaks, Marian "
             f"{marian['decode_compiled_graphs']} graphs and {marian['decode_graph_breaks']} breaks."
         )
-    if "loss-curves" in steps:
-        summary, setting = steps["loss-curves"]["figures"]["summary"], steps["loss-curves"]["figures"]["setting"]
-        notes.append(
-            f"`benchmarks/loss_curves.py`: {setting['steps']} updates of {setting['model_size']}, batch "
-            f"{setting['batch_size']}, the same seed and batches in fp32 and in bf16 autocast: the last 10 updates' "
-            f"mean loss {summary['fp32_last10_mean']} and {summary['bf16_last10_mean']} (relative difference "
-            f"{summary['last10_relative_difference']}), the largest difference at one update "
-            f"{summary['max_abs_difference']}, every loss finite: {summary['finite']}."
-        )
     return notes
 
 
 def gpu_block() -> str:
-    """benchmarks/gpu_suite.py on a lent GPU: CUDA tests, bf16 training and decoding beside Marian, loss curves."""
+    """`python -m benchmarks.gpu_suite` on a lent GPU: CUDA tests, bf16 training and decoding beside Marian."""
     parts = []
     for device, (names, steps) in gpu_suites().items():
         dates = ", ".join(sorted({step["date"] for step in steps.values()}))
@@ -396,12 +448,75 @@ def gpu_block() -> str:
     return "\n".join(parts) if parts else wrapped("No GPU suite is recorded yet.")
 
 
+def loss_curves_block() -> str:
+    """`python -m benchmarks.loss_curves`, a step of the GPU suite: the same updates in fp32 and in bf16 autocast."""
+    parts = []
+    for device, (_, steps) in gpu_suites().items():
+        if "loss-curves" not in steps:
+            continue
+        step = steps["loss-curves"]
+        figures, summary = step["figures"], step["figures"]["summary"]
+        setting, curves = figures["setting"], figures["curves"]
+        updates = sorted({1, *range(100, len(curves["fp32"]) + 1, 100)})
+        rows = [[f"{n:,}", *(f"{curves[kind][n - 1]:.4f}" for kind in ("fp32", "bf16"))] for n in updates]
+        parts.append(
+            wrapped(
+                f"`{step['record']}`, on {device} ({step['date']}, torch {step['torch']}): {setting['steps']} updates "
+                f"of {setting['model_size']}, batch {setting['batch_size']}, the same seed and batches in fp32 and in "
+                "bf16 autocast; the training loss at some updates:"
+            )
+            + "\n"
+            + table(["update", "fp32", "bf16"], rows)
+            + "\n"
+            + wrapped(
+                f"The last 10 updates' mean loss: {summary['fp32_last10_mean']} and {summary['bf16_last10_mean']} "
+                f"(relative difference {summary['last10_relative_difference']}); the largest difference at one "
+                f"update {summary['max_abs_difference']}; every loss finite: {summary['finite']}."
+            )
+        )
+    return "\n".join(parts) if parts else wrapped("No loss curves are recorded yet.")
+
+
+POINTER_GENERATOR_RECORDS = ("pointer_generator_speed_cpu.json", "pointer_generator_speed_cpu_v32k.json")
+
+
+def pointer_generator_block() -> str:
+    """`python -m benchmarks.pointer_generator_speed`: training and decoding tokens/s with and without copying."""
+    runs = [record(name) for name in POINTER_GENERATOR_RECORDS]
+    setting = runs[0]["settings"]
+    rows = []
+    for run in runs:
+        cells = [number(run["settings"]["vocab_size"], 0)]
+        for part in ("train", "decode"):
+            speeds = run["results"][part]["tokens_per_s"]
+            plain, copy = (speeds[model]["median"] for model in ("plain", "pointer-generator"))
+            cells += [f"{number(plain, 0)} / {number(copy, 0)}", f"{copy / plain:.2f}"]
+        rows.append(cells)
+    header = ["vocabulary", "training tokens/s, plain / copy", "copy / plain",
+              "decoding tokens/s (beam 4), plain / copy", "copy / plain"]  # fmt: skip
+    names = " and ".join(f"`benchmarks/results/{name}`" for name in POINTER_GENERATOR_RECORDS)
+    return (
+        wrapped(
+            f"{names}, on {machine(runs[0])}: the `{setting['model_preset']}` model, {setting['dtype']}, torch "
+            f"{setting['torch']}; {setting['documents']} documents in batches of {number(setting['max_tokens'], 0)} "
+            f"tokens, {setting['decode_sentences']} decoded {setting['decode_batch']} at a time, "
+            f"{setting['new_tokens']} new tokens each; medians of {setting['repeats']} alternated repeats:"
+        )
+        + "\n"
+        + table(header, rows)
+    )
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "compare-marian-cpu": marian_block,
     "engines-speed": engine_speed_block,
     "engines-bleu": engine_bleu_block,
-    "peers": peers_block,
+    "verdict-translation": lambda: verdict_block("translation"),
+    "verdict-summarization": lambda: verdict_block("summarization"),
+    "verdict-parsing": lambda: verdict_block("parsing"),
     "gpu-suite": gpu_block,
+    "loss-curves": loss_curves_block,
+    "pointer-generator": pointer_generator_block,
 }
 
 

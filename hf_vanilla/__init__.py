@@ -4,9 +4,11 @@ Importing the package registers the model with the Auto classes, and marks its c
 `save_pretrained` writes `auto_map` and the model's source files beside the weights.
 """
 
+import warnings
+
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
-from .configuration_vanilla import PRESETS, SIZES, TASKS, VanillaTransformerConfig
+from .configuration_vanilla import PRESETS_DEPRECATION, SIZES, TASKS, VanillaTransformerConfig
 from .decoding_settings import DECODING
 from .modeling_vanilla import (
     VanillaPreTrainedModel,
@@ -23,9 +25,17 @@ VanillaTransformerForConditionalGeneration.register_for_auto_class("AutoModelFor
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> dict[str, dict]:
+    """`PRESETS`, the sizes' former name: `SIZES` itself, with a FutureWarning naming it."""
+    if name == "PRESETS":
+        warnings.warn(PRESETS_DEPRECATION, FutureWarning, stacklevel=2)
+        return SIZES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DECODING",
-    "PRESETS",  # SIZES under its former name
     "SIZES",
     "TASKS",
     "VanillaPreTrainedModel",

@@ -8,8 +8,8 @@
   for a pointer-generator, which summary tokens were copied from the document: each token shaded by 1 - p_gen, and
   p_gen as bars.
 
-A model's task is its `config.task` (`decoding.model_task`: what it was trained for); `TASKS` maps each task to its
-tab. Models are read (config only) when the app is built and loaded on their first request. Requests are
+A model's task is its `config.task` (`batch_decoding.model_task`: what it was trained for); `TASKS` maps each task
+to its tab. Models are read (config only) when the app is built and loaded on their first request. Requests are
 queued; a bad one (empty or over-long input, a model that cannot load) shows one message and the app keeps serving.
 Needs the `app` extra: pip install 'hf-vanilla[app]'."""
 
@@ -34,7 +34,7 @@ except ImportError as error:
     raise ImportError(APP_MISSING) from error
 
 from .attention_plots import attention_maps, attention_png, p_gen_figure, with_attention_weights  # noqa: E402
-from .decoding import (  # noqa: E402
+from .batch_decoding import (  # noqa: E402
     ModelLoadError,
     check_length_bounds,
     check_model_path,

@@ -50,8 +50,8 @@ class VanillaDecodingCacheLayer(DynamicLayer):
     copying the whole cache (`DynamicLayer` concatenates). Beam search's reorder gathers them into a spare storage laid
     out for exactly one more position, so that after the next step's write the keys and values are contiguous again:
     attention read a strided view of a buffer with room about 1.6 times as slowly on the CPU measured
-    (`benchmarks/strided_attention.py`), and the gather copies every row anyway. Keys and values read the same as
-    `DynamicLayer`'s (views of the buffer), and an operation of `DynamicLayer` that replaces them (crop, batch
+    (`benchmarks/studies/strided_attention.py`), and the gather copies every row anyway. Keys and values read the same
+    as `DynamicLayer`'s (views of the buffer), and an operation of `DynamicLayer` that replaces them (crop, batch
     selection) is adopted at the next update."""
 
     def __init__(self, max_length: int | None = None):

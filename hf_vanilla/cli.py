@@ -187,7 +187,7 @@ def _score_evalb(args: argparse.Namespace) -> None:
 def _load(model_name: str, task: str | None = None):
     """Model and tokenizer from a folder or a Hub id, on the GPU when there is one; with `task`, a model trained for
     another task is refused (one line)."""
-    from .decoding import ModelLoadError, check_task, load_for_decoding
+    from .batch_decoding import ModelLoadError, check_task, load_for_decoding
 
     try:
         model, tokenizer = load_for_decoding(model_name)
@@ -215,15 +215,15 @@ def _decoding_flags(args: argparse.Namespace) -> dict:
 
 
 def _summary_input_limit(args: argparse.Namespace, tokenizer) -> tuple[int, str]:
-    """How many tokens of each document `summarize` reads (`decoding.input_limit`), SUMMARY_INPUT_TOKENS when neither
-    --max-input-tokens nor the model sets it."""
-    from .decoding import input_limit
+    """How many tokens of each document `summarize` reads (`batch_decoding.input_limit`), SUMMARY_INPUT_TOKENS when
+    neither --max-input-tokens nor the model sets it."""
+    from .batch_decoding import input_limit
 
     return input_limit(tokenizer, args.max_input_tokens, "--max-input-tokens", SUMMARY_INPUT_TOKENS)
 
 
 def _translate(args: argparse.Namespace) -> None:
-    from .decoding import generate_texts, one_line
+    from .batch_decoding import generate_texts, one_line
 
     lines = _read_inputs(args)
     model, tokenizer = _load(args.model, "translation")
@@ -235,7 +235,7 @@ def _translate(args: argparse.Namespace) -> None:
 
 
 def _parse(args: argparse.Namespace) -> None:
-    from .decoding import parse_texts, ptb_words
+    from .batch_decoding import parse_texts, ptb_words
 
     lines = _read_inputs(args)
     model, tokenizer = _load(args.model, "parsing")
@@ -259,7 +259,7 @@ def _summarize(args: argparse.Namespace) -> None:
     """One summary a line for each document a line. A document over the input limit (`_summary_input_limit`) is
     cut to its first tokens, with a warning, where `translate` skips an over-long sentence: the beginning of a
     document still has a summary (and training documents are cut the same way), half a sentence has no translation."""
-    from .decoding import check_length_bounds, generate_texts, one_line
+    from .batch_decoding import check_length_bounds, generate_texts, one_line
 
     lines = _read_inputs(args)
     model, tokenizer = _load(args.model, "summarization")
@@ -364,7 +364,7 @@ def _attention(args: argparse.Namespace) -> None:
 
 
 def _app(args: argparse.Namespace) -> None:
-    from .decoding import ModelLoadError
+    from .batch_decoding import ModelLoadError
 
     try:
         from .app import launch

@@ -1,5 +1,7 @@
 """Configuration of the Transformer of "Attention Is All You Need" (Vaswani et al., 2017), and its decoding."""
 
+import warnings
+
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, PreTrainedConfig
 from transformers.activations import ACT2CLS, ACT2FN
@@ -33,9 +35,9 @@ SIZES: dict[str, dict] = {
     "tiny": TINY,
     "tiny_summarization": dict(TINY, **COPYING),
 }
-# The sizes' former name, kept for code written against it: the same dict (`VanillaTransformerConfig.from_preset`
-# likewise). In hf_vanilla "preset" means a recipe's `--preset` (training settings and a size).
-PRESETS = SIZES
+# `PRESETS`, the sizes' former name, is `SIZES` with a FutureWarning (`__getattr__` below): in hf_vanilla "preset"
+# means a recipe's `--preset` (training settings and a size).
+PRESETS_DEPRECATION = "PRESETS is deprecated and will be removed: use SIZES, the same dict of model sizes."
 
 # What a model is trained for (`config.task`): the recipes' three tasks, each with a decoding row of its name.
 TASKS = ("translation", "parsing", "summarization")
@@ -272,4 +274,12 @@ class VanillaTransformerConfig(PreTrainedConfig):
     from_preset = from_size  # the former name, kept for code written against it (no warning)
 
 
-__all__ = ["DECODING", "PRESETS", "SIZES", "TASKS", "VanillaGenerationConfig", "VanillaTransformerConfig"]
+def __getattr__(name: str) -> dict[str, dict]:
+    """`PRESETS`, the sizes' former name: `SIZES` itself, with a FutureWarning naming it."""
+    if name == "PRESETS":
+        warnings.warn(PRESETS_DEPRECATION, FutureWarning, stacklevel=2)
+        return SIZES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["DECODING", "SIZES", "TASKS", "VanillaGenerationConfig", "VanillaTransformerConfig"]

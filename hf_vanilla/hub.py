@@ -18,6 +18,7 @@ from .modeling_vanilla import VanillaTransformerForConditionalGeneration
 # what a Hub loader runs as remote code.
 REMOTE_CODE_FILES = (
     "modeling_vanilla.py",
+    "pointer_generator_vanilla.py",
     "configuration_vanilla.py",
     "generation_vanilla.py",
     "beam_search_vanilla.py",

@@ -159,7 +159,7 @@ def whole_word_copy_ids(tokenizer, copies: bool, wanted: bool | None, flag: str)
 
 def truncate_ids(ids: list[int], limit: int | None) -> list[int]:
     """`ids` cut to `limit` tokens keeping the final </s> (its last id), as every split of a truncating recipe is cut
-    (`encode_truncated_pairs`) and as decoding reads a long input (`decoding.generate_texts`); unchanged when they
+    (`encode_truncated_pairs`) and as decoding reads long input (`batch_decoding.generate_texts`); unchanged when they
     fit or `limit` is None."""
     return ids if limit is None or len(ids) <= limit else ids[: limit - 1] + ids[-1:]
 

@@ -1,7 +1,9 @@
 """English constituency parsing as translation (section 6.3 of the paper), under Accelerate.
 
-    NLTK_DATA=../shared/data/nltk_data accelerate launch recipes/ptb_parse.py --preset demo --treebank nltk
-    accelerate launch recipes/ptb_parse.py --preset parsing --treebank /data/ptb/parsed/mrg/wsj
+    NLTK_DATA=../shared/data/nltk_data accelerate launch --config_file configs/accelerate/cpu.yaml \
+        --num_cpu_threads_per_process $(nproc) recipes/ptb_parse.py --preset demo --treebank nltk
+    accelerate launch --config_file configs/accelerate/gpu.yaml recipes/ptb_parse.py --preset parsing \
+        --treebank /data/ptb/parsed/mrg/wsj
 
 Trees -> (words, linearized tree) pairs -> the same tokenizer, batching, loop, checkpoints and averaging as the
 translation recipe -> beam 21, alpha 0.3, max input + 300, under the tree grammar (or freely: --no-tree-grammar) ->

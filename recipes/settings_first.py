@@ -66,6 +66,8 @@ def hold_package_init() -> None:
     if PACKAGE in sys.modules:
         return
     spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or spec.loader is None:  # not installed (or a stale editable install): the plain import says so
+        return
     package = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = package
     sys.meta_path.insert(0, HeldInit(package))

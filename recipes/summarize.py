@@ -1,10 +1,13 @@
 """Abstractive summarization with the Transformer and a pointer-generator copy mechanism (Deaton, Jacobs, Kenealy and
 See; See, Liu and Manning, 2017), under Accelerate.
 
-    accelerate launch recipes/summarize.py --preset demo                         # offline AESLC demo, 2 CPU cores
-    accelerate launch recipes/summarize.py --preset demo --no-pointer-generator  # the same without copying
-    accelerate launch recipes/summarize.py --preset summarization --dataset cnn_dailymail
-    accelerate launch recipes/summarize.py --dataset train.jsonl --validation-file dev.jsonl --test-file test.jsonl \
+    CPU="--config_file configs/accelerate/cpu.yaml --num_cpu_threads_per_process $(nproc)"
+    accelerate launch $CPU recipes/summarize.py --preset demo                         # offline AESLC demo, 2 CPU cores
+    accelerate launch $CPU recipes/summarize.py --preset demo --no-pointer-generator  # the same without copying
+    accelerate launch --config_file configs/accelerate/gpu.yaml recipes/summarize.py --preset summarization \
+        --dataset cnn_dailymail
+    accelerate launch --config_file configs/accelerate/gpu.yaml recipes/summarize.py --dataset train.jsonl \
+        --validation-file dev.jsonl --test-file test.jsonl \
         --text-column document --summary-column summary
 
 Documents and summaries -> the shared BPE -> token ids, long documents and summaries truncated (--max-source-tokens,

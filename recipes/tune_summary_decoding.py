@@ -17,8 +17,8 @@ import sys
 
 from summarize import DEMO_CORPUS
 
+from hf_vanilla.batch_decoding import ModelLoadError, input_limit, load_for_decoding
 from hf_vanilla.data.summaries import load_summarization_corpus
-from hf_vanilla.decoding import ModelLoadError, input_limit, load_for_decoding
 from hf_vanilla.decoding_settings import settings_for
 from hf_vanilla.errors import error_line, user_exit
 from hf_vanilla.evaluation.summarization import lead_baseline, tune_decoding

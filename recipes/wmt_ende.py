@@ -1,9 +1,11 @@
 """WMT14 translation as in sections 5 and 6.1 of the paper, under Accelerate.
 
-    accelerate launch recipes/wmt_ende.py --preset demo                      # offline demo, 2 CPU cores, ~15 min
-    accelerate launch recipes/wmt_ende.py --preset base --dataset wmt14      # the paper's base model, English-German
-    accelerate launch --multi_gpu --num_processes 8 --mixed_precision bf16 recipes/wmt_ende.py --preset big
-    accelerate launch recipes/wmt_ende.py --preset big_enfr --dataset wmt14 --target-lang fr
+    accelerate launch --config_file configs/accelerate/cpu.yaml --num_cpu_threads_per_process $(nproc) \
+        recipes/wmt_ende.py --preset demo                           # offline demo, 2 CPU cores, ~15 min
+    accelerate launch --config_file configs/accelerate/gpu.yaml recipes/wmt_ende.py --preset base --dataset wmt14
+    accelerate launch --config_file configs/accelerate/multi_gpu.yaml recipes/wmt_ende.py --preset big  # 8 GPUs
+    accelerate launch --config_file configs/accelerate/fsdp.yaml recipes/wmt_ende.py --preset big_enfr \
+        --dataset wmt14 --target-lang fr
 
 Shared BPE -> token-budget batches -> the paper's Adam and schedule (validation loss along the way) -> checkpoints
 -> checkpoint averaging -> beam search (beam 4, alpha 0.6, max source length + 50) -> sacreBLEU and tokenized BLEU

@@ -26,25 +26,18 @@ def require(path: Path) -> Path:
     return path
 
 
-def recipe(name: str):
-    """A recipe script (`recipes/NAME.py`) as a module."""
-    return _script(RECIPES, name)
-
-
 def benchmark(name: str):
-    """A benchmark script (`benchmarks/NAME.py`) as a module."""
-    return _script(BENCHMARKS, name)
+    """`benchmarks.NAME` (`benchmarks/NAME.py`, a dotted NAME for a sub-package's module), imported as
+    `python -m benchmarks.NAME` imports it: the benchmarks are a package of the repository's root, which
+    `python -m pytest` puts on sys.path."""
+    return importlib.import_module(f"benchmarks.{name}")
 
 
-def peer_module(name: str):
-    """A module of the peer comparison (`benchmarks/peers/NAME.py`)."""
-    return _script(BENCHMARKS / "peers", name)
-
-
-def _script(folder: Path, name: str):
-    """`folder/NAME.py` as a module, its folder on sys.path as when it runs (for its sibling imports)."""
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+def recipe(name: str):
+    """A recipe script (`recipes/NAME.py`) as a module, its folder on sys.path as when it runs (for its sibling
+    imports)."""
+    if str(RECIPES) not in sys.path:
+        sys.path.insert(0, str(RECIPES))
     return importlib.import_module(name)
 
 

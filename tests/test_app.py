@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from huggingface_hub import SpaceCard
 
-from hf_vanilla.decoding import generate_texts, load_for_decoding, parse_texts
+from hf_vanilla.batch_decoding import generate_texts, load_for_decoding, parse_texts
 from hf_vanilla.decoding_settings import APP_INPUT_TOKENS, settings_for
 from hf_vanilla.hub import space_requirements
 from hf_vanilla.parsing import parse_tree

@@ -1,9 +1,9 @@
-"""The benchmarks refuse a count flag under its smallest value in one line, before any work
+"""The benchmarks and studies refuse a count flag under its smallest value in one line, before any work
 (`benchmarks/flag_checks.py`)."""
 
 import pytest
 
-from runs import BENCHMARKS, benchmark
+from runs import benchmark
 
 
 @pytest.mark.parametrize(
@@ -14,30 +14,32 @@ from runs import BENCHMARKS, benchmark
         ("loss_curves", ["--max-length", "7"], "--max-length must be at least 8, got 7"),
         ("loss_curves", ["--every", "0"], "--every must be at least 1, got 0"),
         ("pointer_generator_speed", ["--repeats", "-1"], "--repeats must be at least 1, got -1"),
-        ("decoding_cache", ["--beams", "0"], "--beams must be at least 1, got 0"),
-        ("host_malloc", ["--repeats", "0"], "--repeats must be at least 1, got 0"),
-        ("decoding_cache", ["--model", "runs/x/final"], "--model and --sentences go together"),
-        ("strided_attention", ["--steps", "0"], "--steps must be at least 1, got 0"),
+        ("studies.decoding_cache", ["--beams", "0"], "--beams must be at least 1, got 0"),
+        ("studies.host_malloc", ["--repeats", "0"], "--repeats must be at least 1, got 0"),
+        ("studies.decoding_cache", ["--model", "runs/x/final"], "--model and --sentences go together"),
+        ("studies.strided_attention", ["--steps", "0"], "--steps must be at least 1, got 0"),
         (
-            "strided_attention",
+            "studies.strided_attention",
             ["--rooms", "1.5", "0.5"],
             "--rooms must each be at least 1 (a buffer holds the cached positions), got 0.5",
         ),
     ],
 )
 def test_a_count_under_its_least_is_refused_in_one_line(script, flags, message, monkeypatch, capsys):
-    monkeypatch.setattr("sys.argv", [str(BENCHMARKS / f"{script}.py")])  # argparse names the script from argv[0]
+    module = benchmark(script)
+    monkeypatch.setattr("sys.argv", [module.__file__])  # argparse names the script from argv[0] (`python -m`)
     with pytest.raises(SystemExit) as stop:
-        benchmark(script).parse_args(flags)
+        module.parse_args(flags)
     assert stop.value.code == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.splitlines()[-1] == f"{script}.py: error: {message}"
+    assert out == "" and err.splitlines()[-1] == f"{script.split('.')[-1]}.py: error: {message}"
 
 
 def test_strided_attention_times_each_layout_of_the_same_cache(capsys):
     """The contiguous cache and each buffer with room (rounded to whole positions) get a line, the contiguous one at
     1.00x of itself; the layouts' outputs were checked equal before any timing (the script exits otherwise)."""
-    benchmark("strided_attention").main(["--rows", "3", "--positions", "5", "--rooms", "1.2", "2", "--repeats", "2"])
+    flags = ["--rows", "3", "--positions", "5", "--rooms", "1.2", "2", "--repeats", "2"]
+    benchmark("studies.strided_attention").main(flags)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("3 rows x 4 heads x 32, 5 positions cached")
     assert [line.split(":")[0].strip() for line in lines[1:]] == [

@@ -341,11 +341,11 @@ def test_each_subcommand_refuses_a_model_of_another_task_in_one_line(reversal_fo
 
 
 def test_a_models_task_is_its_config_task_whatever_row_it_decodes_with():
-    """`check_task` goes by `config.task` (`decoding.model_task`), not by the decoding row; a MarianMTModel, whose
-    config has no task, translates."""
+    """`check_task` goes by `config.task` (`batch_decoding.model_task`), not by the decoding row; a MarianMTModel,
+    whose config has no task, translates."""
     from transformers import MarianConfig
 
-    from hf_vanilla.decoding import ModelLoadError, check_task, model_task
+    from hf_vanilla.batch_decoding import ModelLoadError, check_task, model_task
 
     summarizer = tiny_model(task="summarization", decoding="translation")
     assert model_task(summarizer.config) == "summarization" and model_task(MarianConfig()) == "translation"

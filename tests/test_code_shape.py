@@ -100,3 +100,42 @@ def test_the_rule_counts_lines_and_parameters_as_documented(tmp_path):
         f"hf_vanilla/sample.py:{2 * MAX_LINES + 10} C.eight: 8 parameters (at most {MAX_PARAMETERS})",
         f"hf_vanilla/sample.py:{2 * MAX_LINES + 11} C.eight.inner: 8 parameters (at most {MAX_PARAMETERS})",
     ]
+
+
+MODEL_FILE_MAX_LINES = 1000
+
+
+def test_the_model_file_holds_the_model_and_the_copy_mechanism_has_its_own_file():
+    """`modeling_vanilla.py` is the paper's model, at most 1,000 lines; the copy mechanism (the pointer-generator, its
+    output, losses, autograd function, whole-word rule and dense reference) is defined in
+    `pointer_generator_vanilla.py` alone: no class or function of it in the model file, and no autograd function."""
+    package = ROOT / "hf_vanilla"
+    model_source = (package / "modeling_vanilla.py").read_text()
+    lines = len(model_source.splitlines())
+    assert lines <= MODEL_FILE_MAX_LINES, f"modeling_vanilla.py has {lines} lines (at most {MODEL_FILE_MAX_LINES})"
+
+    def defined(source: str) -> dict[str, ast.AST]:
+        return {
+            node.name: node
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+
+    copy_mechanism = defined((package / "pointer_generator_vanilla.py").read_text())
+    assert {
+        "VanillaPointerGenerator",
+        "CopyMixture",
+        "pointer_generator_loss",
+        "whole_word_copy_positions",
+        "dense_pointer_generator_log_probs",
+        "_PointerGeneratorLogProbs",
+    } <= set(copy_mechanism)
+    in_model = defined(model_source)
+    shared_method_names = {"__init__", "forward", "backward"}
+    assert not (set(copy_mechanism) - shared_method_names) & set(in_model)
+    autograd = [
+        name
+        for name, node in in_model.items()
+        if isinstance(node, ast.ClassDef) and any("Function" in ast.unparse(base) for base in node.bases)
+    ]
+    assert not autograd, autograd

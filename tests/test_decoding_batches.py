@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_vanilla.decoding import CPU_BEAM_ROWS, decoding_batches, default_beam_rows, generate_texts
+from hf_vanilla.batch_decoding import CPU_BEAM_ROWS, decoding_batches, default_beam_rows, generate_texts
 
 from reversal import reversal_batch, reversal_text, reversal_tokenizer
 

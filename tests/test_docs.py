@@ -1,6 +1,8 @@
-"""The README and docs/*.md: every relative link and image resolves (file and heading anchor), images live under
-docs/images, and the README stays one page."""
+"""The README, docs/*.md and the peers' manual: every relative link and image resolves (file and heading anchor),
+and so does every `page.md#anchor` that code, cards or templates name; images live under docs/images; the README
+stays one page, docs/benchmarks.md a five-minute reference, and docs/experiments.md opens with what stands."""
 
+import json
 import os
 import re
 from pathlib import Path
@@ -9,7 +11,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINKED_PAGES = [*PAGES, ROOT / "benchmarks" / "peers" / "README.md"]  # every page whose links are checked
 README_MAX_LINES = 170  # one page a newcomer reads in five minutes; reference material belongs in docs/
+BENCHMARKS_MAX_LINES = 300  # a reference read in five minutes; the lab narrative belongs in docs/experiments.md
+# Where code, cards and templates name a page's heading (`docs/PAGE.md#heading`).
+NAMING_ANCHORS = ["hf_vanilla", "model_cards", "recipes", "benchmarks", "tests"]
+ANCHOR = re.compile(r"\b([\w-]+\.md)#([\w-]+)")
 
 # [text](target) and ![alt](target); the target may carry a "title" after a space.
 LINK = re.compile(r"(!?)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -55,9 +62,40 @@ def broken_links(page: Path) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", LINKED_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_and_image_resolves(page):
     assert broken_links(page) == []
+
+
+def test_every_anchor_that_code_cards_or_templates_name_resolves():
+    """A `docs/PAGE.md#anchor` in a docstring, comment, card or template is a link too: a renamed heading breaks it."""
+    pages = {page.name: github_anchors(page.read_text()) for page in PAGES}
+    broken = []
+    for folder in NAMING_ANCHORS:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix not in {".py", ".md", ".j2", ".txt"} or "results" in path.parts or not path.is_file():
+                continue
+            for name, anchor in ANCHOR.findall(path.read_text(errors="replace")):
+                if name in pages and anchor not in pages[name]:
+                    broken.append(f"{path.relative_to(ROOT)}: {name}#{anchor}")
+    assert broken == []
+
+
+def test_the_experiments_log_opens_with_what_stands_each_line_linked_to_its_entry():
+    """docs/experiments.md's first section is "What stands": one conclusion a line, each linked to the entry of the
+    page that decided it (the link check above proves the anchors); every "Superseded by" note links an entry too."""
+    text = (ROOT / "docs" / "experiments.md").read_text()
+    sections = re.split(r"^## ", text, flags=re.M)
+    assert sections[1].startswith("What stands\n")
+    conclusions = re.findall(r"^- (.*(?:\n  .*)*)", sections[1], flags=re.M)  # a bullet and its continued lines
+    assert len(conclusions) >= 10
+    assert [line for line in conclusions if not re.search(r"\]\(#2026-\d\d-\d\d-[\w-]+\)", line)] == []
+    notes = re.findall(r"^Superseded (?:in part )?by .*$", text, flags=re.M)
+    assert notes and [note for note in notes if not re.search(r"\]\(#2026-[\w-]+\)", note)] == []
+
+
+def test_the_benchmarks_page_is_a_five_minute_reference():
+    assert len((ROOT / "docs" / "benchmarks.md").read_text().splitlines()) <= BENCHMARKS_MAX_LINES
 
 
 def test_the_readme_links_every_page_of_docs():
@@ -103,7 +141,11 @@ def test_the_docs_name_every_size_preset_subcommand_and_tab_the_code_has():
         ("ptb_parse", PARSING_PRESETS),
         ("summarize", SUMMARIZATION_PRESETS),
     ):
-        (line,) = [line for line in readme.splitlines() if line.startswith(f"accelerate launch recipes/{recipe}.py")]
+        (line,) = [
+            line
+            for line in readme.splitlines()
+            if re.match(rf"accelerate launch .*recipes/{recipe}\.py --preset \{{", line)
+        ]
         listed = set(re.search(r"--preset \{([^}]*)\}", line).group(1).split(","))
         assert listed == set(presets) - {"tiny"}, recipe
     commands = build_parser()._subparsers._group_actions[0].choices
@@ -128,3 +170,23 @@ def test_every_figure_of_the_benchmarks_page_is_rendered_from_its_records():
     assert sorted(name for _, name, _, _ in render_tables.BLOCK.findall(page)) == sorted(render_tables.BLOCKS)
     outside = render_tables.BLOCK.sub("", page)
     assert [line for line in outside.splitlines() if line.startswith("|")] == []
+
+
+def test_every_record_names_its_machine_through_one_function():
+    """`render_tables.machine` reads every header a record has had (the peers' `device` with or without its CPU model,
+    a device string, a benchmark's `setting(s)`, `benchmarks/environment.py`'s `environment`) into one name, so the
+    page needs no table of its own for records that predate a field."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    records = {path.name: json.loads(path.read_text()) for path in render_tables.RESULTS.glob("*.json")}
+    names = {name: render_tables.machine(run) for name, run in records.items()}
+    assert [name for name, machine in names.items() if not machine or "None" in machine] == []
+    for name, run in records.items():
+        if name.startswith("peers-"):  # the CPU model where the record names it, else one name for all that do not
+            assert names[name].startswith(run["device"].get("cpu_model") or "2-core x86_64 (model not recorded)")
+    header = {"machine": {"cpu_model": "AMD EPYC 9654", "processor": "x86_64", "cores": 2, "gpu": None}}
+    assert render_tables.machine({"environment": header}) == "AMD EPYC 9654 (2-core x86_64)"
+    assert render_tables.machine({"environment": {"machine": {**header["machine"], "gpu": "NVIDIA H200"}}}) == (
+        "NVIDIA H200"
+    )

@@ -13,22 +13,32 @@ from runs import BENCHMARKS, benchmark
 
 compare_marian, gpu_suite, loss_curves = (benchmark(name) for name in ("compare_marian", "gpu_suite", "loss_curves"))
 
+ROOT = BENCHMARKS.parent
 HEADER = {
     "schema": gpu_suite.SCHEMA,
-    "device": "Fake GPU 80GB",
-    "torch": torch.__version__,
-    "transformers": "5.23.0",
-    "python": "3",
+    "environment": {
+        "machine": {"cpu_model": "Fake CPU", "processor": "x86_64", "cores": 2, "gpu": "Fake GPU 80GB"},
+        "python": "3",
+        "torch": torch.__version__,
+        "transformers": "5.23.0",
+        "commit": "abc",
+        "date": "2026-11-25T01:00:00+00:00",
+    },
     "transformers_meets_pin": True,
-    "date": "2026-11-25T01:00:00+00:00",
-    "commit": "abc",
 }
 
 
 def suite(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(BENCHMARKS / "gpu_suite.py"), *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "benchmarks.gpu_suite", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
+
+
+def test_the_suite_s_header_is_the_benchmarks_environment_with_its_commit():
+    header = gpu_suite.suite_header("abc")
+    assert header["schema"] == gpu_suite.SCHEMA and set(header["environment"]) == set(HEADER["environment"])
+    assert header["environment"]["commit"] == "abc" and header["environment"]["torch"] == torch.__version__
+    assert header["transformers_meets_pin"] in (True, False, None)
 
 
 def python_step(name: str, code: str, budget_s: int = 60, kind: str = "compare") -> gpu_suite.Step:
@@ -158,10 +168,12 @@ def test_every_step_command_parses_in_its_script():
     for step in gpu_suite.STEPS:
         argv = gpu_suite.command_line(step)
         if step.kind == "compare":
-            args = compare_marian.parse_args(argv[2:])
+            assert argv[1:3] == ["-m", "benchmarks.compare_marian"]
+            args = compare_marian.parse_args(argv[3:])
             assert args.device == "cuda" and args.dtype == "bfloat16" and args.json == "FIGURES_FILE"
         elif step.kind == "curves":
-            assert loss_curves.parse_args(argv[2:]).steps == 200
+            assert argv[1:3] == ["-m", "benchmarks.loss_curves"]
+            assert loss_curves.parse_args(argv[3:]).steps == 200
         else:
             assert (BENCHMARKS.parent / argv[argv.index("pytest") + 4]).is_file()
 
@@ -180,11 +192,13 @@ def test_compare_marian_refuses_bad_options(capsys):
 
 def test_compare_marian_chunked_column_and_static_cache_on_cpu(tmp_path):
     out = tmp_path / "figures.json"
-    command = [sys.executable, str(BENCHMARKS / "compare_marian.py"), "--model-size", "tiny", "--vocab-size", "300"]
+    command = [sys.executable, "-m", "benchmarks.compare_marian", "--model-size", "tiny", "--vocab-size", "300"]
     command += ["--batch-size", "4", "--length", "8", "--train-steps", "1", "--new-tokens", "3", "--repeats", "1"]
     command += ["--parts", "train,decode", "--loss-chunk-tokens", "8", "--cache", "static", "--skip-fsmt"]
-    subprocess.run([*command, "--json", str(out)], check=True, capture_output=True, timeout=120)
-    results = json.loads(out.read_text())["results"]
+    subprocess.run([*command, "--json", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=120)
+    record = json.loads(out.read_text())
+    assert record["environment"]["torch"] == torch.__version__ and "torch" not in record["setting"]
+    results = record["results"]
     assert list(results) == ["hf_vanilla", "MarianMTModel", compare_marian.CHUNKED]
     chunked = results[compare_marian.CHUNKED]
     assert chunked["train_tokens_per_s"] > 0 and not any(key.startswith("generate") for key in chunked)

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hf_vanilla.batch_decoding import one_line
 from hf_vanilla.cli import split_lines
-from hf_vanilla.decoding import one_line
 from hf_vanilla.evaluation.evalb import EVALB_DELETED_LABELS, EVALB_PUNCTUATION_TAGS, evalb
 from hf_vanilla.parsing import (
     Tree,

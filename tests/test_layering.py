@@ -89,3 +89,40 @@ def test_names_are_imported_from_their_home_module():
                 if alias.name in passed_on
             ]
     assert not borrowed, borrowed
+
+
+def test_the_copy_mechanism_is_imported_by_the_model_never_the_other_way():
+    """`pointer_generator_vanilla.py` travels to the Hub beside the model: flat, single-dot imports, of the
+    configuration at most; `modeling_vanilla.py` imports it (one way)."""
+    copy_file = PACKAGE / "pointer_generator_vanilla.py"
+    imported = {name for name in imported_modules(copy_file) if name.startswith("hf_vanilla")}
+    assert imported and all(name.startswith("hf_vanilla.configuration_vanilla") for name in imported), imported
+    relative = [node for node in ast.walk(ast.parse(copy_file.read_text())) if isinstance(node, ast.ImportFrom)]
+    assert all(node.level in (0, 1) for node in relative)
+    assert "hf_vanilla.pointer_generator_vanilla" in imported_modules(PACKAGE / "modeling_vanilla.py")
+
+
+def test_nothing_here_imports_the_former_decoding_module():
+    """`hf_vanilla.decoding` is `batch_decoding`'s former name, kept for outside code with a FutureWarning: the
+    package, recipes, benchmarks and tests import `hf_vanilla.batch_decoding`, and so do the cards' snippets."""
+    root = PACKAGE.parent
+    files = [*PACKAGE.rglob("*.py"), *(root / "recipes").rglob("*.py"), *(root / "benchmarks").rglob("*.py")]
+    files += [*(root / "tests").rglob("*.py"), root / "hf_vanilla_cli.py"]
+    former = [
+        str(path.relative_to(root))
+        for path in files
+        if path != PACKAGE / "decoding.py" and "hf_vanilla.decoding" in imported_modules_anywhere(path)
+    ]
+    snippets = [*(PACKAGE / "templates").glob("*.j2"), *(root / "model_cards").glob("*.md"), root / "README.md"]
+    former += [str(path.relative_to(root)) for path in snippets if "hf_vanilla.decoding import" in path.read_text()]
+    assert not former, former
+
+
+def imported_modules_anywhere(path: Path) -> list[str]:
+    """The hf_vanilla modules `path` imports, relative imports resolved for files of the package."""
+    if path.is_relative_to(PACKAGE):
+        return imported_modules(path)
+    tree = ast.parse(path.read_text())
+    return [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module] + [
+        alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    ]

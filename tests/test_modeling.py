@@ -132,10 +132,23 @@ def test_from_size_names_every_size_in_its_docstring():
     assert sorted(name.strip("` \n") for name in documented.split(",")) == sorted(hf_vanilla.SIZES)
 
 
-def test_presets_and_from_preset_are_the_sizes_under_their_former_names(recwarn):
-    """`PRESETS` and `from_preset`, the names of the sizes before "preset" meant a recipe's alone, still work, without
-    a warning: the issue's own snippet builds the config `from_size` builds."""
-    assert hf_vanilla.PRESETS is hf_vanilla.SIZES is hf_vanilla.configuration_vanilla.PRESETS
+def test_presets_is_a_deprecated_alias_of_sizes_and_from_preset_still_builds_a_size(recwarn):
+    """`PRESETS` and `from_preset`, the names of the sizes before "preset" meant a recipe's alone, still work:
+    `PRESETS` is `SIZES` itself, from the package and from the configuration module, with a FutureWarning naming
+    `SIZES`, and is no longer exported; `from_preset` builds the config `from_size` builds, without a warning (the
+    issue's own snippet)."""
+    import hf_vanilla.configuration_vanilla as configuration
+
+    for module in (hf_vanilla, configuration):
+        with pytest.warns(FutureWarning, match="PRESETS is deprecated.*use SIZES"):
+            assert module.PRESETS is hf_vanilla.SIZES
+        assert "PRESETS" not in module.__all__
+        with pytest.raises(AttributeError, match="has no attribute 'PRESET'"):
+            module.PRESET  # noqa: B018 (a misspelt name still fails)
+    with pytest.warns(FutureWarning, match="use SIZES"):
+        from hf_vanilla import PRESETS
+    assert PRESETS is hf_vanilla.SIZES
+    recwarn.clear()
     config = VanillaTransformerConfig.from_preset("tiny", pointer_generator=True, vocab_size=50)
     assert (
         config.to_dict() == VanillaTransformerConfig.from_size("tiny", pointer_generator=True, vocab_size=50).to_dict()
@@ -847,8 +860,13 @@ def test_greedy_generate_continues_its_cache_and_compiles_whole(decoding_model):
     first = model.generate(ids, max_new_tokens=3, min_new_tokens=3, **greedy)
     cache = {CACHE_NAME: getattr(first, CACHE_NAME)}  # its last token is not in it yet: the decoder's mask says so
     continued = model.generate(
-        ids, decoder_input_ids=first.sequences, decoder_attention_mask=torch.ones_like(first.sequences),
-        max_new_tokens=2, min_new_tokens=2, **greedy, **cache,
+        ids,
+        decoder_input_ids=first.sequences,
+        decoder_attention_mask=torch.ones_like(first.sequences),
+        max_new_tokens=2,
+        min_new_tokens=2,
+        **greedy,
+        **cache,
     )
     assert_varied(whole.sequences)
     assert torch.equal(continued.sequences, whole.sequences)

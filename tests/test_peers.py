@@ -11,7 +11,18 @@ from datasets import Dataset, DatasetDict
 from hf_vanilla.configuration_vanilla import SIZES
 from hf_vanilla.training.presets import WMT_PRESETS
 
-from runs import peer_module
+from benchmarks.peers import __main__ as peers_main
+from benchmarks.peers import comparison
+from benchmarks.peers import translation as translation_task
+from benchmarks.peers.common import pieces as common_pieces
+from benchmarks.peers.common import records, venvs
+from benchmarks.peers.common import settings as common_settings
+from benchmarks.peers.fairseq import runner as fairseq_runner
+from benchmarks.peers.fairseq import translation_table as fairseq_table
+from benchmarks.peers.opennmt import translation_table as opennmt_table
+from benchmarks.peers.recipe import ct2
+from benchmarks.peers.recipe import runs as recipe_runs
+from benchmarks.studies import decode_split, settled_sentences
 
 PAIRS = {
     "train": [
@@ -27,7 +38,6 @@ PAIRS = {
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    data = peer_module("split_pieces")
     corpus = DatasetDict(
         {
             split: Dataset.from_list([{"translation": {"en": en, "de": de}} for en, de in pairs])
@@ -35,14 +45,13 @@ def exported(tmp_path_factory):
         }
     )
     folder = tmp_path_factory.mktemp("peers")
-    tokenizer = data.shared_tokenizer(folder / "tokenizer", corpus["train"], 300)
+    tokenizer = translation_task.translation_tokenizer(folder / "tokenizer", corpus["train"], 300)
     settings = {"max_length": 250, "max_length_ratio": 1.5}
-    return data.export_splits(corpus, tokenizer, folder / "data", settings, test_limit=2), tokenizer
+    return translation_task.export_splits(corpus, tokenizer, folder / "data", settings, test_limit=2), tokenizer
 
 
 def test_the_exported_pieces_are_the_recipe_s_ids_and_decode_to_the_text(exported):
     export, tokenizer = exported
-    data = peer_module("split_pieces")
     kept = {"train": PAIRS["train"][:3], "valid": PAIRS["validation"], "test": PAIRS["test"][:2]}
     for stem, pairs in kept.items():
         for index, side in enumerate(("en", "de")):
@@ -52,7 +61,7 @@ def test_the_exported_pieces_are_the_recipe_s_ids_and_decode_to_the_text(exporte
             for line, text in zip(lines, texts):
                 ids = tokenizer.convert_tokens_to_ids(line.split()) + [tokenizer.eos_token_id]
                 assert ids == tokenizer(text)["input_ids"]
-                assert data.text_from_pieces(line, tokenizer) == text
+                assert common_pieces.text_from_pieces(line, tokenizer) == text
     assert (export.folder / "test.raw.de").read_text(encoding="utf-8").splitlines() == [
         "Gott sprach: Licht!",
         "Es war Abend.",
@@ -72,14 +81,13 @@ def test_the_dictionary_gives_fairseq_the_tokenizer_s_vocabulary(exported):
 
 
 def test_every_setting_of_the_demo_preset_is_in_the_table_and_fairseq_s_flags():
-    table = peer_module("settings_table")
-    settings = table.demo_settings()
+    settings = translation_task.demo_settings()
     model, run = SIZES["demo"], WMT_PRESETS["demo"]
     for name in ("encoder_layers", "decoder_layers", "d_model", "num_attention_heads", "d_ff", "dropout"):
         assert settings[name] == model[name]
     for name in ("vocab_size", "tokens_per_step", "warmup_steps", "max_steps", "average_last", "save_every"):
         assert settings[name] == run[name]
-    flags = table.fairseq_train_flags(settings, seed=3)
+    flags = fairseq_table.fairseq_train_flags(settings, seed=3)
     given = dict(zip(flags, flags[1:]))
     expected = {
         "--encoder-layers": "3", "--decoder-layers": "3", "--encoder-embed-dim": "128", "--decoder-embed-dim": "128",
@@ -93,56 +101,57 @@ def test_every_setting_of_the_demo_preset_is_in_the_table_and_fairseq_s_flags():
     assert {flag: given[flag] for flag in expected} == expected
     assert float(given["--lr"]) == pytest.approx(0.5 * 128**-0.5 * 400**-0.5)  # the peak of the paper's schedule
     assert "--share-all-embeddings" in flags and "--no-epoch-checkpoints" in flags
-    generate = table.fairseq_generate_flags(settings)
+    generate = fairseq_table.fairseq_generate_flags(settings)
     assert dict(zip(generate[::2], generate[1::2])) == {
         "--beam": "4", "--lenpen": "0.6", "--max-len-a": "1", "--max-len-b": "49", "--max-tokens": "4000",
         "--batch-size": "192", "--required-batch-size-multiple": "1",  # 768 beam rows at beam 4
     }  # fmt: skip
-    rows = {row.setting: row for row in table.fairseq_rows(settings)}
+    rows = {row.setting: row for row in fairseq_table.fairseq_rows(settings)}
     assert not rows["length penalty"].matched and "GNMT" in rows["length penalty"].hf_vanilla
     assert "length normalization" in rows["length penalty"].peer
-    rendered = table.render(list(rows.values()), "fairseq")
+    rendered = common_settings.render(list(rows.values()), "fairseq")
     assert rendered.splitlines()[-1] == "fairseq cannot match: learning rate, batching, validation, length penalty."
     assert not rows["validation"].matched and "every 100 updates" in rows["validation"].note
 
 
 def test_a_short_check_overrides_only_the_budget():
-    table = peer_module("settings_table")
-    short = table.demo_settings(max_steps=20, save_every=5, eval_every=10)
+    short = translation_task.demo_settings(max_steps=20, save_every=5, eval_every=10)
     assert (short["max_steps"], short["save_every"], short["eval_every"]) == (20, 5, 10)
-    assert short["peak_lr"] == table.demo_settings()["peak_lr"]
+    assert short["peak_lr"] == translation_task.demo_settings()["peak_lr"]
     with pytest.raises(ValueError, match="not overridable"):
-        table.demo_settings(dropout=0.3)
+        translation_task.demo_settings(dropout=0.3)
 
 
 def test_fairseq_s_logs_are_read_back():
-    fairseq = peer_module("fairseq_peer")
     generated = "S-1\tx\nH-1\t-0.5\tĠb\nD-1\t-0.5\tb\nH-0\t-0.2\tĠa Ġc\n"
     generated += "2026-11-26 | INFO | fairseq_cli.generate | Translated 2 sentences (5 tokens) in 0.3s (6.67 sentences/s, 16.67 tokens/s)\n"  # noqa: E501
-    assert fairseq.hypotheses_in_order(generated) == ["Ġa Ġc", "Ġb"]
-    assert fairseq.decoding_speed(generated) == 6.67
+    assert fairseq_runner.hypotheses_in_order(generated) == ["Ġa Ġc", "Ġb"]
+    assert fairseq_runner.decoding_speed(generated) == 6.67
     with pytest.raises(ValueError, match=r"no hypothesis for test sentences \[0\]"):
-        fairseq.hypotheses_in_order(generated.replace("H-0", "X-0"))
+        fairseq_runner.hypotheses_in_order(generated.replace("H-0", "X-0"))
     log = '2026 | INFO | train_inner | {"epoch": 1, "update": 0.1, "wps": "10"}\n'
     log += '2026 | INFO | train | {"epoch": 1, "train_loss": "9.1", "train_wps": "1234.5", "train_wall": "12"}\n'
-    assert fairseq.train_figures(log) == {"epoch": 1.0, "train_loss": 9.1, "train_wps": 1234.5, "train_wall": 12.0}
+    assert fairseq_runner.train_figures(log) == {
+        "epoch": 1.0,
+        "train_loss": 9.1,
+        "train_wps": 1234.5,
+        "train_wall": 12.0,
+    }
 
 
 def test_fairseq_s_training_speed_is_the_whole_run_s_tokens_over_its_training_seconds():
     """Every epoch's tokens (its mean batch times its updates) over the sum of its training meter, not the last
     epoch's own figure: here 1,000 + 5 x 200 tokens in 2 + 3 s."""
-    fairseq = peer_module("fairseq_peer")
     line = '2026 | INFO | train | {{"epoch": {}, "train_wps": "{}", "train_wpb": "{}", "train_num_updates": "{}", '
     line += '"train_train_wall": "{}", "train_wall": "{}"}}\n'
     log = line.format(1, 50, 100, 10, 2, 3) + line.format(2, 333.3, 200, 15, 3, 7)
-    speed = fairseq.target_tokens_per_second(log)
+    speed = fairseq_runner.target_tokens_per_second(log)
     assert speed == {"target_tokens": 2000, "seconds": 5.0, "target_tokens_per_s": 400.0}
     with pytest.raises(ValueError, match="no end-of-epoch figures"):
-        fairseq.target_tokens_per_second(log.replace("train_wps", "wps"))
+        fairseq_runner.target_tokens_per_second(log.replace("train_wps", "wps"))
 
 
 def test_a_record_holds_every_figure_and_is_refused_without_one(tmp_path):
-    record_module = peer_module("peer_record")
     record = {
         "task": "translation",
         "system": "fairseq",
@@ -152,182 +161,165 @@ def test_a_record_holds_every_figure_and_is_refused_without_one(tmp_path):
         "decode_sentences_per_s": 5.0,
         "wall_s": 60.0,
         "peak_rss_mb": 700.0,
-        "device": {**record_module.device(2), "cpu_model": None},  # named apart by the CPU model: see below
+        "environment": {"machine": {"cpu_model": None}},  # named apart by the CPU model: see below
+        "device": records.device(2),
         "settings": [{"setting": "beam", "hf_vanilla": "4", "peer": "--beam 4", "note": "", "matched": True}],
-        "command": "python benchmarks/peers/run.py --task translation --system fairseq --seed 1",
+        "command": "python -m benchmarks.peers --task translation --system fairseq --seed 1",
     }
-    path = record_module.write_record(record, tmp_path)
+    path = records.write_record(record, tmp_path)
     assert path.name == f"peers-translation-fairseq-seed1-{datetime.date.today().isoformat()}.json"
     assert json.loads(path.read_text()) == record
     for broken in ({k: v for k, v in record.items() if k != "wall_s"}, {**record, "quality": 12.3},
                    {**record, "system": "marian"}, {**record, "system": "opennmt"}):  # fmt: skip
         with pytest.raises(ValueError, match="not a peer record"):
-            record_module.write_record(broken, tmp_path / "refused")
+            records.write_record(broken, tmp_path / "refused")
     assert not (tmp_path / "refused").exists()
     for variant in ("opennmt-py", "fairseq-no-copy", "sockeye"):
-        assert record_module.write_record({**record, "system": variant}, tmp_path).exists()
+        assert records.write_record({**record, "system": variant}, tmp_path).exists()
 
 
 def test_the_install_lines_are_pinned():
-    venvs = peer_module("peer_venvs")
     assert venvs.install_line("fairseq") == "pip install torch==2.14.1 fairseq-fixed==0.12.3.1"
     assert venvs.install_line("opennmt") == "pip install opennmt-py==3.5.1 'numpy<2'"
     assert all("==" in package or "<" in package for packages in venvs.INSTALL.values() for package in packages)
 
 
 def test_the_command_line_takes_a_short_check_and_refuses_a_count_under_one(monkeypatch, capsys):
-    run = peer_module("run")
-    args = run.parse_args(["--system", "fairseq", "--max-updates", "20", "--save-every", "5", "--test-limit", "20"])
-    settings = run.run_settings(args)
+    args = peers_main.parse_args(
+        ["--system", "fairseq", "--max-updates", "20", "--save-every", "5", "--test-limit", "20"]
+    )
+    settings = comparison.run_settings(args)
     assert (settings["max_steps"], settings["save_every"], settings["eval_every"]) == (20, 5, 600)
-    assert run.short_check(args) and not run.short_check(run.parse_args(["--system", "hf_vanilla"]))
-    monkeypatch.setattr("sys.argv", ["run.py"])
+    assert comparison.short_check(args) and not comparison.short_check(
+        peers_main.parse_args(["--system", "hf_vanilla"])
+    )
     with pytest.raises(SystemExit):
-        run.parse_args(["--system", "fairseq", "--max-updates", "0"])
-    assert capsys.readouterr().err.splitlines()[-1] == "run.py: error: --max-updates must be at least 1, got 0"
+        peers_main.parse_args(["--system", "fairseq", "--max-updates", "0"])
+    assert (
+        capsys.readouterr().err.splitlines()[-1]
+        == "python -m benchmarks.peers: error: --max-updates must be at least 1, got 0"
+    )
     with pytest.raises(SystemExit):
-        run.parse_args(["--system", "marian"])  # no such peer: refused by argparse
+        peers_main.parse_args(["--system", "marian"])  # no such peer: refused by argparse
 
 
 def test_a_peer_s_tuned_rate_reaches_its_flags_its_table_and_its_record_name(monkeypatch, capsys, tmp_path):
     """`--peer-lr-scale`: the peer's flags take the scaled peak, the table's hf_vanilla column keeps the preset's and
     a row says what was tuned, and the record and work folder are named apart from an untuned run's."""
-    run, table = peer_module("run"), peer_module("settings_table")
-    preset = run.run_settings(run.parse_args(["--system", "fairseq"]))
-    tuned = run.run_settings(run.parse_args(["--system", "fairseq", "--peer-lr-scale", "0.25"]))
+    preset = comparison.run_settings(peers_main.parse_args(["--system", "fairseq"]))
+    tuned = comparison.run_settings(peers_main.parse_args(["--system", "fairseq", "--peer-lr-scale", "0.25"]))
     assert tuned == {**preset, "peer_lr_scale": 0.25}
-    flags = table.fairseq_train_flags(tuned, 1)
+    flags = fairseq_table.fairseq_train_flags(tuned, 1)
     peak = preset["peak_lr"] * 0.25 / preset["lr_scale"]
     assert float(flags[flags.index("--lr") + 1]) == pytest.approx(peak)
-    rate = next(row for row in table.fairseq_rows(tuned) if row.setting == "learning rate")
+    rate = next(row for row in fairseq_table.fairseq_rows(tuned) if row.setting == "learning rate")
     assert f"peak {preset['peak_lr']:.6g}" in rate.hf_vanilla and f"--lr {peak:.6g}" in rate.peer
-    assert run.tuned_rows(preset) == []
-    [row] = run.tuned_rows(tuned)
+    assert comparison.tuned_rows(preset) == []
+    [row] = comparison.tuned_rows(tuned)
     assert (row.hf_vanilla, row.peer) == (
         f"lr_scale {preset['lr_scale']} (the preset's)",
         "lr_scale 0.25 (--peer-lr-scale)",
     )
     assert not row.matched
-    opennmt = peer_module("opennmt_settings").train_config(tuned, 1, tmp_path, tmp_path / "v", tmp_path / "m", 10)
+    opennmt = opennmt_table.train_config(tuned, 1, tmp_path, tmp_path / "v", tmp_path / "m", 10)
     assert opennmt["learning_rate"] == 0.25
-    record_module = peer_module("peer_record")
     record = {"task": "translation", "system": "fairseq", "seed": 1, "resolved_settings": tuned}
     day = datetime.date(2026, 11, 27)
     assert (
-        record_module.record_path(tmp_path, record, day).name
+        records.record_path(tmp_path, record, day).name
         == "peers-translation-fairseq-lr_scale0.25-seed1-2026-11-27.json"
     )
-    record["device"] = {"processor": "x86_64", "cpu_model": "AMD EPYC 7B13 (2 cores)"}
-    assert record_module.record_path(tmp_path, record, day).name == (
+    record["environment"] = {"machine": {"processor": "x86_64", "cpu_model": "AMD EPYC 7B13 (2 cores)"}}
+    assert records.record_path(tmp_path, record, day).name == (
         "peers-translation-fairseq-lr_scale0.25-seed1-2026-11-27-amd-epyc-7b13-2-cores.json"
     )
-    monkeypatch.setattr("sys.argv", ["run.py"])
     for refused in (
         ["--system", "hf_vanilla", "--peer-lr-scale", "0.5"],
         ["--system", "fairseq", "--peer-lr-scale", "0"],
     ):
         with pytest.raises(SystemExit):
-            run.parse_args(refused)
+            peers_main.parse_args(refused)
         assert "--peer-lr-scale is a positive scale of a peer's rate" in capsys.readouterr().err
 
 
 def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(exported, tmp_path):
     export, tokenizer = exported
-    data = peer_module("split_pieces")
     folder = export.folder.parent / "tokenizer"  # written as the recipe writes OUTPUT_DIR/tokenizer
     train = Dataset.from_list([{"translation": {"en": en, "de": de}} for en, de in PAIRS["train"]])
-    assert data.shared_tokenizer(tmp_path / "unused", train, 300, source=folder).get_vocab() == tokenizer.get_vocab()
+    assert (
+        translation_task.translation_tokenizer(tmp_path / "unused", train, 300, source=folder).get_vocab()
+        == tokenizer.get_vocab()
+    )
     other = train.select(range(2))
     with pytest.raises(ValueError, match="trained for other data"):
-        data.shared_tokenizer(tmp_path / "unused", other, 300, source=folder)
+        translation_task.translation_tokenizer(tmp_path / "unused", other, 300, source=folder)
     assert not (tmp_path / "unused").exists()
 
 
-def test_the_peers_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path, monkeypatch):
-    """`render_tables.peers_block`: one row a task and system, hf_vanilla's first, quality and speeds as the mean over
-    the seeds with their least and greatest, the largest peak memory; a short check is no figure, and a run on a shared
-    machine gives its quality and memory, not its speeds."""
+def peer_record(tmp_path, system: str, seed: int, value: float, speed: float, cpu_model: str | None = None, **extra):
+    """A translation peer record as `python -m benchmarks.peers` writes it, its decoding speed speed / 100."""
+    device = {"processor": "x86_64", "threads": 2, "cpu_count": 2, **({"cpu_model": cpu_model} if cpu_model else {})}
+    record = {"task": "translation", "system": system, "seed": seed, "quality": {"metric": "sacrebleu",
+              "value": value}, "train_tokens_per_s": speed, "decode_sentences_per_s": speed / 100, "wall_s": 600.0,
+              "peak_rss_mb": 500.0, "device": device, **extra}  # fmt: skip
+    name = system + (f"-lr_scale{extra['resolved_settings']['peer_lr_scale']}" if "resolved_settings" in extra else "")
+    (tmp_path / f"peers-translation-{name}-seed{seed}-{cpu_model}.json").write_text(json.dumps(record))
+
+
+def verdict_rows(render_tables, task: str = "translation") -> list[list[str]]:
+    """The verdict table's rows of `task`, each a list of its cells."""
+    lines = render_tables.verdict_block(task).splitlines()
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:] if line.startswith("|")]
+
+
+def test_the_verdict_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_path, monkeypatch):
+    """`render_tables.verdict_block`: one row a system, hf_vanilla's first, quality as mean ± sd (least-greatest) over
+    the seeds, speeds as the idle runs' mean and its ratio to hf_vanilla's; a short check is no figure, a run on a
+    shared machine gives its quality, not its speeds, and a peer's own learning-rate scale is a row of its own."""
     from runs import benchmark
 
     render_tables = benchmark("render_tables")
     monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
-    assert render_tables.peers_block() == "No full run is recorded yet.\n"
-
-    def write(system: str, seed: int, bleu: float, speed: float, rss: float, **extra) -> None:
-        record = {"task": "translation", "system": system, "seed": seed, "quality": {"metric": "sacrebleu",
-                  "value": bleu}, "train_tokens_per_s": speed, "decode_sentences_per_s": speed / 100,
-                  "wall_s": 600.0 * seed, "peak_rss_mb": rss, "device": {"processor": "x86_64", "threads": 2,
-                  "cpu_count": 2}, **extra}  # fmt: skip
-        (tmp_path / f"peers-translation-{system}-seed{seed}.json").write_text(json.dumps(record))
-
-    write("fairseq", 1, 20.0, 900.0, 700.0)
-    write("fairseq", 2, 21.0, 1100.0, 800.0)
-    write("hf_vanilla", 1, 22.5, 1000.0, 650.0)
-    write("hf_vanilla", 2, 99.0, 1.0, 1.0, short_check=True)
-    write("sockeye", 1, 18.0, 5.0, 900.0, machine_shared=True)
-    write("hf_vanilla-ct2", 1, 22.0, 1000.0, 700.0)
-    tuned = {"task": "translation", "system": "sockeye", "seed": 1, "quality": {"metric": "sacrebleu", "value": 19.0},
-             "train_tokens_per_s": 10.0, "decode_sentences_per_s": 1.0, "wall_s": 60.0, "peak_rss_mb": 500.0,
-             "device": {"processor": "x86_64", "threads": 2, "cpu_count": 2},
-             "resolved_settings": {"peer_lr_scale": 0.25}}  # fmt: skip
-    (tmp_path / "peers-translation-sockeye-lr_scale0.25-seed1.json").write_text(json.dumps(tuned))
-    rows = [line for line in render_tables.peers_block().splitlines() if line.startswith("| translation")]
-    assert rows == [
-        "| translation | hf_vanilla | 1 | sacreBLEU 22.50 | 1,000.0 | 10.0 | 10.00 | 650 |",
-        "| translation | hf_vanilla-ct2 | 1 | sacreBLEU 22.00 | 1,000.0 | 10.0 | 10.00 | 700 |",
-        "| translation | fairseq | 1, 2 | sacreBLEU 20.50 (20.00-21.00) | 1,000.0 (900.0-1,100.0) | 15.0 (10.0-20.0) "
-        "| 10.00 (9.00-11.00) | 800 |",
-        "| translation | sockeye (lr_scale 0.25) | 1 | sacreBLEU 19.00 | 10.0 | 1.0 | 1.00 | 500 |",
-        "| translation | sockeye | 1 | sacreBLEU 18.00 | shared machine | shared machine | shared machine | 900 |",
+    assert render_tables.verdict_block("translation") == "No full run is recorded yet.\n"
+    peer_record(tmp_path, "fairseq", 1, 20.0, 1800.0)
+    peer_record(tmp_path, "fairseq", 2, 21.0, 2200.0)
+    peer_record(tmp_path, "hf_vanilla", 1, 22.5, 1000.0)
+    peer_record(tmp_path, "hf_vanilla", 2, 99.0, 1.0, short_check=True)
+    peer_record(tmp_path, "sockeye", 1, 18.0, 5.0, machine_shared=True)
+    peer_record(tmp_path, "sockeye", 1, 19.0, 500.0, resolved_settings={"peer_lr_scale": 0.25})
+    where = "2-core x86_64 (model not recorded), 2 threads"
+    assert [row[:6] for row in verdict_rows(render_tables)] == [
+        ["hf_vanilla", where, "1", "22.50", "1,000.0 (1.00)", "10.00 (1.00)"],
+        ["fairseq", where, "1-2", "20.50 ± 0.71 (20.00-21.00)", "2,000.0 (2.00)", "20.00 (2.00)"],
+        ["sockeye", where, "1", "18.00", "shared machine", "shared machine"],
+        ["sockeye (lr_scale 0.25)", where, "1", "19.00", "500.0 (0.50)", "5.00 (0.50)"],
     ]
 
 
-def test_the_peers_tables_keep_each_machines_speeds_apart(tmp_path, monkeypatch):
-    """Runs of one system on two CPU models are two rows, one in each machine's table (the one with more runs first):
-    their qualities and speeds are never averaged together; a record without a CPU model has a table of its own."""
+def test_the_verdict_table_keeps_each_machines_speeds_apart(tmp_path, monkeypatch):
+    """Runs of one system on two CPU models are two rows (the machine with more runs first), each speed a ratio to
+    hf_vanilla on its own machine: qualities and speeds are never averaged across machines."""
     from runs import benchmark
 
     render_tables = benchmark("render_tables")
     monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
-    for seed, model, speed in ((1, "Intel Xeon", 1000.0), (2, "Intel Xeon", 1200.0), (3, "AMD EPYC", 2000.0),
-                               (4, None, 10.0)):  # fmt: skip
-        record = {"task": "translation", "system": "hf_vanilla", "seed": seed, "quality": {"metric": "sacrebleu",
-                  "value": 20.0 + seed}, "train_tokens_per_s": speed, "decode_sentences_per_s": speed / 100,
-                  "wall_s": 60.0, "peak_rss_mb": 500.0, "device": {"processor": "x86_64", "threads": None,
-                  "cpu_count": 2, **({"cpu_model": model} if model else {})}}  # fmt: skip
-        (tmp_path / f"peers-translation-hf_vanilla-seed{seed}.json").write_text(json.dumps(record))
-    block = render_tables.peers_block()
-    headings = [line for line in block.splitlines() if line.startswith("On ")]
-    assert headings == [
-        "On Intel Xeon, x86_64, torch default threads of 2 (2 runs):",
-        "On AMD EPYC, x86_64, torch default threads of 2 (1 runs):",
-        "On a CPU whose model the record does not name, x86_64, torch default threads of 2 (1 runs):",
+    peer_record(tmp_path, "hf_vanilla", 1, 21.0, 1000.0, "Intel Xeon")
+    peer_record(tmp_path, "hf_vanilla", 2, 22.0, 1000.0, "Intel Xeon")
+    peer_record(tmp_path, "fairseq", 1, 20.0, 500.0, "Intel Xeon")
+    peer_record(tmp_path, "hf_vanilla", 3, 23.0, 2000.0, "AMD EPYC")
+    peer_record(tmp_path, "fairseq", 3, 24.0, 3000.0, "AMD EPYC")
+    assert [row[:5] for row in verdict_rows(render_tables)] == [
+        ["hf_vanilla", "Intel Xeon (2-core x86_64), 2 threads", "1-2", "21.50 ± 0.71 (21.00-22.00)", "1,000.0 (1.00)"],
+        ["fairseq", "Intel Xeon (2-core x86_64), 2 threads", "1", "20.00", "500.0 (0.50)"],
+        ["hf_vanilla", "AMD EPYC (2-core x86_64), 2 threads", "3", "23.00", "2,000.0 (1.00)"],
+        ["fairseq", "AMD EPYC (2-core x86_64), 2 threads", "3", "24.00", "3,000.0 (1.50)"],
     ]
-    rows = [line for line in block.splitlines() if line.startswith("| translation")]
-    assert rows == [
-        "| translation | hf_vanilla | 1, 2 | sacreBLEU 21.50 (21.00-22.00) | 1,100.0 (1,000.0-1,200.0) "
-        "| 1.0 (1.0-1.0) | 11.00 (10.00-12.00) | 500 |",
-        "| translation | hf_vanilla | 3 | sacreBLEU 23.00 | 2,000.0 | 1.0 | 20.00 | 500 |",
-        "| translation | hf_vanilla | 4 | sacreBLEU 24.00 | 10.0 | 1.0 | 0.10 | 500 |",
-    ]
-
-
-def test_a_record_names_its_cpu_model_where_linux_reports_it(tmp_path, monkeypatch):
-    record_module = peer_module("peer_record")
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\nprocessor\t: 1\n")
-    real_path = record_module.Path
-    monkeypatch.setattr(record_module, "Path", lambda name: cpuinfo if name == "/proc/cpuinfo" else real_path(name))
-    assert record_module.device(None)["cpu_model"] == "AMD EPYC 7B13"
-    cpuinfo.unlink()
-    assert record_module.device(2)["cpu_model"] is None
 
 
 def test_a_run_beside_other_work_is_marked_shared(monkeypatch):
-    record_module = peer_module("peer_record")
-    monkeypatch.setattr(record_module.os, "getloadavg", lambda: (5.0, 4.0, 2.7))
-    assert record_module.machine_load(2) == {"load_average": [5.0, 4.0, 2.7], "machine_shared": True}
-    assert record_module.machine_load(4)["machine_shared"] is False
+    monkeypatch.setattr(records.os, "getloadavg", lambda: (5.0, 4.0, 2.7))
+    assert records.machine_load(2) == {"load_average": [5.0, 4.0, 2.7], "machine_shared": True}
+    assert records.machine_load(4)["machine_shared"] is False
 
 
 def test_the_ct2_row_decodes_with_length_normalization_and_one_limit_the_recipe_s_beam_otherwise():
@@ -336,42 +328,40 @@ def test_the_ct2_row_decodes_with_length_normalization_and_one_limit_the_recipe_
     from hf_vanilla.configuration_vanilla import VanillaGenerationConfig, VanillaTransformerConfig
     from hf_vanilla.ct2 import translate_options
 
-    ct2_row = peer_module("ct2_row")
     generation = VanillaGenerationConfig.from_model_config(VanillaTransformerConfig.from_size("demo"))
     tokens = [f"t{i}" for i in range(generation.eos_token_id + 1)]
     with pytest.raises(ValueError, match="length_penalty_style"):
         translate_options(generation, tokens)
-    options = translate_options(generation, tokens, **ct2_row.ct2_settings(longest_source=17, offset=50))
+    options = translate_options(generation, tokens, **ct2.ct2_settings(longest_source=17, offset=50))
     assert (options["beam_size"], options["length_penalty"], options["max_decoding_length"]) == (4, 0.6, 67)
-    run = peer_module("run")
-    assert [row.setting for row in run.ct2_rows() if not row.matched] == ["length penalty", "maximum output"]
+    assert [row.setting for row in recipe_runs.ct2_rows() if not row.matched] == ["length penalty", "maximum output"]
 
 
 def test_the_ct2_row_needs_the_hf_vanilla_run_of_its_seed_and_variant(tmp_path, capsys):
-    run = peer_module("run")
     with pytest.raises(SystemExit, match="holds no finished hf_vanilla run: run --system hf_vanilla first"):
-        run.main(["--system", "hf_vanilla-ct2", "--seed", "3", "--work-dir", str(tmp_path), "--results-dir",
+        peers_main.main(["--system", "hf_vanilla-ct2", "--seed", "3", "--work-dir", str(tmp_path), "--results-dir",
                   str(tmp_path)])  # fmt: skip
     assert not list(tmp_path.glob("peers-*.json"))
-    args = run.parse_args(["--system", "hf_vanilla-ct2-normal-init", "--seed", "3"])
-    assert run.work_folder(args, run.run_settings(args)) == Path("/tmp/peers/translation-hf_vanilla-normal-init-3")
-    args = run.parse_args(["--system", "hf_vanilla-ct2", "--seed", "3"])
-    assert run.work_folder(args, run.run_settings(args)) == Path("/tmp/peers/translation-hf_vanilla-3")
+    args = peers_main.parse_args(["--system", "hf_vanilla-ct2-normal-init", "--seed", "3"])
+    assert comparison.work_folder(args, comparison.run_settings(args)) == Path(
+        "/tmp/peers/translation-hf_vanilla-normal-init-3"
+    )
+    args = peers_main.parse_args(["--system", "hf_vanilla-ct2", "--seed", "3"])
+    assert comparison.work_folder(args, comparison.run_settings(args)) == Path("/tmp/peers/translation-hf_vanilla-3")
     with pytest.raises(
         SystemExit, match="no finished hf_vanilla-normal-init run: run --system hf_vanilla-normal-init"
     ):
-        run.main(["--system", "hf_vanilla-ct2-normal-init", "--seed", "3", "--work-dir", str(tmp_path)])
+        peers_main.main(["--system", "hf_vanilla-ct2-normal-init", "--seed", "3", "--work-dir", str(tmp_path)])
 
 
 def test_the_settled_sentences_benchmark_pairs_both_loops_and_refuses_different_outputs(monkeypatch, capsys, tmp_path):
-    bench = peer_module("settled_sentences")
     monkeypatch.setattr("sys.argv", ["settled_sentences.py"])
     with pytest.raises(SystemExit):
-        bench.parse_args(["--task", "parsing", "--model", str(tmp_path), "--repeats", "0"])
+        settled_sentences.parse_args(["--task", "parsing", "--model", str(tmp_path), "--repeats", "0"])
     refusal = "settled_sentences.py: error: --repeats must be at least 1, got 0"
     assert capsys.readouterr().err.splitlines()[-1] == refusal
     with pytest.raises(SystemExit):
-        bench.parse_args(["--task", "parsing", "--model", str(tmp_path)])
+        settled_sentences.parse_args(["--task", "parsing", "--model", str(tmp_path)])
     assert "no config.json there" in capsys.readouterr().err
     (tmp_path / "config.json").write_text("{}")
     asked = []
@@ -383,29 +373,28 @@ def test_the_settled_sentences_benchmark_pairs_both_loops_and_refuses_different_
 
         return lambda *args: (["a", "b"], decode)
 
-    monkeypatch.setattr(bench, "recipe_decoding", fake_decoder({False: ["x", "y"], True: ["x", "y"]}))
-    speeds = bench.main(["--task", "parsing", "--model", str(tmp_path), "--repeats", "3"])
+    monkeypatch.setattr(settled_sentences, "recipe_decoding", fake_decoder({False: ["x", "y"], True: ["x", "y"]}))
+    speeds = settled_sentences.main(["--task", "parsing", "--model", str(tmp_path), "--repeats", "3"])
     # A warm-up of each, then the repeats alternating which loop goes first.
     assert asked == [False, True, False, True, True, False, False, True]
     assert [len(s) for s in speeds.values()] == [3, 3] and "ratio of medians" in capsys.readouterr().out
-    monkeypatch.setattr(bench, "recipe_decoding", fake_decoder({False: ["x", "y"], True: ["x", "z"]}))
+    monkeypatch.setattr(settled_sentences, "recipe_decoding", fake_decoder({False: ["x", "y"], True: ["x", "z"]}))
     with pytest.raises(SystemExit, match="decoded 1 of 2 outputs differently"):
-        bench.main(["--task", "parsing", "--model", str(tmp_path)])
+        settled_sentences.main(["--task", "parsing", "--model", str(tmp_path)])
 
 
 def test_the_split_decoding_benchmark_prints_its_speed_and_a_digest_of_the_outputs(monkeypatch, capsys, tmp_path):
-    bench = peer_module("decode_split")
     monkeypatch.setattr("sys.argv", ["decode_split.py"])
     with pytest.raises(SystemExit):
-        bench.parse_args(["--task", "parsing", "--model", str(tmp_path), "--test-limit", "0"])
+        decode_split.parse_args(["--task", "parsing", "--model", str(tmp_path), "--test-limit", "0"])
     assert capsys.readouterr().err.splitlines()[-1] == "decode_split.py: error: --test-limit must be at least 1, got 0"
     with pytest.raises(SystemExit):
-        bench.parse_args(["--task", "parsing", "--model", str(tmp_path)])
+        decode_split.parse_args(["--task", "parsing", "--model", str(tmp_path)])
     assert "no config.json there" in capsys.readouterr().err
     (tmp_path / "config.json").write_text("{}")
     decoded = {"outputs": ["(S x )S", "(S y )S"]}
-    monkeypatch.setattr(bench, "recipe_decoding", lambda *args: (["x", "y"], lambda: decoded["outputs"]))
-    speed, digest = bench.main(["--task", "parsing", "--model", str(tmp_path)])
+    monkeypatch.setattr(decode_split, "recipe_decoding", lambda *args: (["x", "y"], lambda: decoded["outputs"]))
+    speed, digest = decode_split.main(["--task", "parsing", "--model", str(tmp_path)])
     assert speed > 0 and f"outputs {digest}" in capsys.readouterr().out
     decoded["outputs"] = ["(S x )S", "(S z )S"]
-    assert bench.main(["--task", "parsing", "--model", str(tmp_path)])[1] != digest
+    assert decode_split.main(["--task", "parsing", "--model", str(tmp_path)])[1] != digest

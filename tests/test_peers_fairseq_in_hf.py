@@ -1,4 +1,4 @@
-"""`benchmarks/peers/fairseq_in_hf.py`: a fairseq `transformer` state (fairseq's names, its dictionary's row order, its
+"""`benchmarks/peers/fairseq/in_hf.py`: a fairseq `transformer` state (fairseq's names, its dictionary's row order, its
 split q/k/v projections, one position table) becomes the same hf_vanilla model, and the teacher-forced NLL is the
 model's own cross-entropy. No test needs fairseq's environment: the fairseq state is written here from a model."""
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from datasets import Dataset
 
-from runs import batch, peer_module, tiny_model
-
-convert = peer_module("fairseq_in_hf")
+from benchmarks.peers import translation as translation_task
+from benchmarks.peers.fairseq import in_hf as convert
+from runs import batch, tiny_model
 
 
 def fairseq_state(model, row_ids: list[int]) -> dict:
@@ -65,9 +65,8 @@ def test_a_state_that_does_not_fit_is_refused(fairseq_order):
 
 
 def test_fairseq_rows_are_the_tokenizer_s_ids(tmp_path):
-    data = peer_module("split_pieces")
     texts = Dataset.from_list([{"translation": {"en": "The light was good.", "de": "Das Licht war gut."}}] * 3)
-    tokenizer = data.shared_tokenizer(tmp_path / "tokenizer", texts, 300)
+    tokenizer = translation_task.translation_tokenizer(tmp_path / "tokenizer", texts, 300)
     pieces = [piece for piece, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: -item[1])]
     pieces = [piece for piece in pieces if piece not in tokenizer.all_special_tokens]
     rows = convert.fairseq_rows_to_ids(pieces, tokenizer)

@@ -1,4 +1,4 @@
-"""`benchmarks/peers/fairseq_replay.py`: fairseq's recorded updates replayed by the recipe's training step. No test
+"""`benchmarks/peers/fairseq/replay.py`: fairseq's recorded updates replayed by the recipe's training step. No test
 needs fairseq's environment: the replay is checked against the same updates written out here by hand (decoder inputs
 behind </s>, label-smoothed cross-entropy over the batch's target tokens, Adam at each update's rate)."""
 
@@ -10,10 +10,10 @@ import torch.nn.functional as F
 
 from hf_vanilla.data.encoding import EncodedPairs
 
-from runs import peer_module, tiny_model
-
-replay_module = peer_module("fairseq_replay")
-settings_table = peer_module("settings_table")
+from benchmarks.peers import translation as translation_task
+from benchmarks.peers.fairseq import replay as replay_module
+from benchmarks.peers.fairseq import translation_table as fairseq_table
+from runs import tiny_model
 
 # A tiny model's updates: (ids of the batch's pairs, the rate fairseq ran the update at; its first at 0).
 UPDATES = [([0, 1, 2], 0.0), ([3, 4], 1e-3), ([1, 4, 0], 2e-3), ([2, 3], 3e-3)]
@@ -102,14 +102,14 @@ def test_drift_and_summary():
 
 
 def test_fairseq_runs_the_demo_s_flags_without_dropout_for_the_updates_asked():
-    settings = settings_table.demo_settings("demo")
+    settings = translation_task.demo_settings("demo")
     flags = replay_module.replay_flags(settings, 3, 40)
     values = dict(zip(flags, flags[1:]))
     for flag in ("--dropout", "--attention-dropout", "--activation-dropout"):
         assert float(values[flag]) == 0.0
     assert values["--max-update"] == "40" and values["--seed"] == "3" and values["--log-interval"] == "1"
     assert "--no-save" in flags and "--disable-validation" in flags
-    demo = settings_table.fairseq_train_flags(settings, 3)
+    demo = fairseq_table.fairseq_train_flags(settings, 3)
     demo_values = dict(zip(demo, demo[1:]))
     for flag in ("--lr", "--warmup-updates", "--max-tokens", "--label-smoothing", "--adam-betas", "--adam-eps"):
         assert values[flag] == demo_values[flag]
@@ -123,5 +123,7 @@ def test_too_few_updates_and_a_missing_run_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
         replay_module.main(["--fairseq-run", str(tmp_path), "--venvs", str(tmp_path)])
     missing = tmp_path / "data" / "dict.txt"
-    expected = f"fairseq_replay: {missing} is missing: first run.py --task translation --system fairseq"
+    expected = (
+        f"fairseq_replay: {missing} is missing: first python -m benchmarks.peers --task translation --system fairseq"
+    )
     assert str(stopped.value) == expected

@@ -1,4 +1,4 @@
-"""`benchmarks/peers/opennmt_peer.py`: OpenNMT-py's side of the table and the options it passes, its vocabulary file,
+"""`benchmarks/peers/opennmt/`: OpenNMT-py's side of the table and the options it passes, its vocabulary file,
 its logs read back, and `run_opennmt` end to end with stand-in commands. None of it needs OpenNMT-py's environment."""
 
 import re
@@ -11,7 +11,13 @@ from datasets import Dataset
 from hf_vanilla.tokenization import SPECIAL_TOKENS
 from hf_vanilla.training.schedule import inverse_sqrt_lr
 
-from runs import peer_module
+from benchmarks.peers import __main__ as peers_main
+from benchmarks.peers import systems
+from benchmarks.peers import translation as translation_task
+from benchmarks.peers.common import jobs as peer_jobs
+from benchmarks.peers.common import pieces as common_pieces
+from benchmarks.peers.common import settings as common_settings
+from benchmarks.peers.opennmt import runner as opennmt_runner
 
 # The settings of rows that name no option of onmt_train or onmt_translate (what OpenNMT does without one, or a
 # command's own argument: the averaging, checked in the end-to-end test).
@@ -81,12 +87,11 @@ def assert_rows_are_passed(rows, train: dict, decode: dict, decoding: set[str], 
 
 
 def test_every_row_s_option_is_passed_with_its_value(tmp_path):
-    table, onmt = peer_module("settings_table"), peer_module("opennmt_peer")
-    settings = table.demo_settings()
-    config = onmt.train_config(settings, 3, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 1234)
+    settings = translation_task.demo_settings()
+    config = opennmt_runner.train_config(settings, 3, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 1234)
     train = {key: rendered(value) for key, value in config.items() if key != "data"}
-    decode = translate_options(onmt.translate_flags(settings, 30))
-    assert_rows_are_passed(onmt.opennmt_rows(settings), train, decode, DECODING, NO_OPTION)
+    decode = translate_options(opennmt_runner.translate_flags(settings, 30))
+    assert_rows_are_passed(opennmt_runner.opennmt_rows(settings), train, decode, DECODING, NO_OPTION)
     expected = {
         "enc_layers": "3", "dec_layers": "3", "hidden_size": "128", "word_vec_size": "128", "heads": "4",
         "transformer_ff": "512", "dropout": "0.1", "attention_dropout": "0.0", "label_smoothing": "0.1",
@@ -105,7 +110,7 @@ def test_every_row_s_option_is_passed_with_its_value(tmp_path):
         "beam_size": "4", "length_penalty": "wu", "alpha": "0.6", "ratio": "0", "max_length": "79",
         "max_length_ratio": "0", "batch_type": "tokens", "batch_size": "4000", "report_time": "true",
     }  # fmt: skip
-    rendered_table = table.render(onmt.opennmt_rows(settings), "opennmt-py")
+    rendered_table = common_settings.render(opennmt_runner.opennmt_rows(settings), "opennmt-py")
     assert rendered_table.splitlines()[-1] == (
         "opennmt-py cannot match: layer norm, output bias, source end token, decoder start, activation dropout, Adam "
         "eps, tokens per update, loss normalisation, batching, initialisation, length penalty, beam stop, maximum "
@@ -114,16 +119,14 @@ def test_every_row_s_option_is_passed_with_its_value(tmp_path):
 
 
 def test_without_validation_no_valid_corpus_is_read(tmp_path):
-    table, onmt = peer_module("settings_table"), peer_module("opennmt_peer")
-    settings = {**table.demo_settings(), "eval_every": 0}
-    config = onmt.train_config(settings, 1, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 10)
+    settings = {**translation_task.demo_settings(), "eval_every": 0}
+    config = opennmt_runner.train_config(settings, 1, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 10)
     assert "valid" not in config["data"] and config["valid_steps"] > config["train_steps"]
 
 
 def test_noam_with_these_options_is_the_recipe_s_schedule(tmp_path):
-    table, onmt = peer_module("settings_table"), peer_module("opennmt_peer")
-    settings = table.demo_settings()
-    config = onmt.train_config(settings, 1, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 10)
+    settings = translation_task.demo_settings()
+    config = opennmt_runner.train_config(settings, 1, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 10)
 
     def noam(step: int) -> float:  # onmt/utils/optimizers.noam_decay times learning_rate; step 1 is the first update
         warmup, size = config["warmup_steps"], config["hidden_size"]
@@ -146,50 +149,48 @@ def read_vocabulary(path: Path, specials: tuple[str, ...], maximum_size: int) ->
 
 
 def test_the_vocabulary_file_gives_opennmt_the_tokenizer_s_pieces_in_order(tmp_path):
-    data, onmt, table = peer_module("split_pieces"), peer_module("opennmt_peer"), peer_module("settings_table")
     pairs = [("In the beginning God created the heavens.", "Im Anfang schuf Gott die Himmel."),
              ("God saw the light, and it was good.", "Und Gott sah das Licht, daß es gut war.")]  # fmt: skip
     train = Dataset.from_list([{"translation": {"en": en, "de": de}} for en, de in pairs])
-    tokenizer = data.shared_tokenizer(tmp_path / "tokenizer", train, 300)
-    data.write_dictionary(tokenizer, tmp_path / "dict.txt")
-    pieces = onmt.write_vocabulary(tmp_path / "dict.txt", tmp_path / "vocab.txt")
+    tokenizer = translation_task.translation_tokenizer(tmp_path / "tokenizer", train, 300)
+    common_pieces.write_dictionary(tokenizer, tmp_path / "dict.txt")
+    pieces = opennmt_runner.write_vocabulary(tmp_path / "dict.txt", tmp_path / "vocab.txt")
     in_order = [piece for piece in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
                 if piece not in SPECIAL_TOKENS]  # fmt: skip
     assert pieces == in_order
-    config = onmt.train_config({**table.demo_settings(), "vocab_size": len(tokenizer)}, 1, tmp_path,
-                               tmp_path / "vocab.txt", tmp_path / "model", 2)  # fmt: skip
-    built = read_vocabulary(tmp_path / "vocab.txt", onmt.SPECIALS, config["src_vocab_size"])
-    assert built == [*onmt.SPECIALS, *in_order] and len(built) == len(tokenizer)
+    settings = {**translation_task.demo_settings(), "vocab_size": len(tokenizer)}
+    config = opennmt_runner.train_config(settings, 1, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 2)
+    built = read_vocabulary(tmp_path / "vocab.txt", opennmt_runner.SPECIALS, config["src_vocab_size"])
+    assert built == [*opennmt_runner.SPECIALS, *in_order] and len(built) == len(tokenizer)
     assert (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()[0] == f"{in_order[0]}\t1"
     for clash in ("<blank>", "a\uffe8b"):
         (tmp_path / "dict.txt").write_text(f"x 1\n{clash} 1\n", encoding="utf-8")
         with pytest.raises(ValueError, match="specials or as source features"):
-            onmt.write_vocabulary(tmp_path / "dict.txt", tmp_path / "refused.txt")
+            opennmt_runner.write_vocabulary(tmp_path / "dict.txt", tmp_path / "refused.txt")
 
 
 def test_opennmt_s_logs_are_read_back(tmp_path):
-    onmt = peer_module("opennmt_peer")
-    reports = onmt.training_reports(TRAIN_LOG)
+    reports = opennmt_runner.training_reports(TRAIN_LOG)
     assert [r["step"] for r in reports] == [10.0, 20.0] and reports[1]["bsz_sents"] == 64.0
-    assert onmt.train_figures(TRAIN_LOG) == {
+    assert opennmt_runner.train_figures(TRAIN_LOG) == {
         "step": 20.0, "acc": 3.9, "ppl": 3473.0, "xent": 8.2, "lr": 0.00012, "sec": 12.0,
         "src_tok_per_s_mean": 3558.0, "tgt_tok_per_s_mean": 3800.0, "valid_ppl": 3154.09, "vocab_size": 4000,
     }  # fmt: skip
     # Report 1: 5 s at 3149 * (1 + 58/1703) + 3336; report 2: 7 s at 3967 * (1 + 64/1687) + 4264.
     first, second = 3149 * (1 + 58 / 1703) + 3336, 3967 * (1 + 64 / 1687) + 4264
-    assert onmt.tokens_per_second(reports) == round((5 * first + 7 * second) / 12, 1)
-    assert onmt.decoding_speed(TRANSLATE_LOG, 20) == round(1000 / 1.6, 2)
-    assert onmt.decoding_speed("[2026 INFO] Total translation time (s): 4.1\n", 20) == round(20 / 4.1, 2)
+    assert opennmt_runner.tokens_per_second(reports) == round((5 * first + 7 * second) / 12, 1)
+    assert opennmt_runner.decoding_speed(TRANSLATE_LOG, 20) == round(1000 / 1.6, 2)
+    assert opennmt_runner.decoding_speed("[2026 INFO] Total translation time (s): 4.1\n", 20) == round(20 / 4.1, 2)
     with pytest.raises(ValueError, match="no 'Total translation time"):
-        onmt.decoding_speed("", 20)
+        opennmt_runner.decoding_speed("", 20)
     with pytest.raises(ValueError, match="no 'Step N"):
-        onmt.train_figures("[2026 INFO] Starting training on CPU, could be very slow\n")
+        opennmt_runner.train_figures("[2026 INFO] Starting training on CPU, could be very slow\n")
     (tmp_path / "hyp").write_text("Ġa Ġb\n\nĠc\n", encoding="utf-8")
-    assert onmt.read_hypotheses(tmp_path / "hyp", 3) == ["Ġa Ġb", "", "Ġc"]
+    assert opennmt_runner.read_hypotheses(tmp_path / "hyp", 3) == ["Ġa Ġb", "", "Ġc"]
     with pytest.raises(ValueError, match="wrote 3 hypotheses for 4 test sentences"):
-        onmt.read_hypotheses(tmp_path / "hyp", 4)
+        opennmt_runner.read_hypotheses(tmp_path / "hyp", 4)
     with pytest.raises(ValueError, match="wrote no output file"):
-        onmt.read_hypotheses(tmp_path / "missing", 4)
+        opennmt_runner.read_hypotheses(tmp_path / "missing", 4)
 
 
 def stand_in(folder: Path, name: str, script: str) -> None:
@@ -217,25 +218,23 @@ printf '{lines}' > "$out"\ncat <<'LOG'\n{TRANSLATE_LOG}LOG\n""")  # fmt: skip
 
 def peer_job(tmp_path: Path, bin_folder: Path):
     """A job of 3 pieces, 2 training pairs and 2 test pairs, the demo's settings shortened to 20 updates."""
-    process, table = peer_module("peer_process"), peer_module("settings_table")
     data = tmp_path / "data"
     data.mkdir(parents=True)
     (data / "dict.txt").write_text("Ġa 1\nĠb 1\nĠc 1\n", encoding="utf-8")
     for stem in ("train", "valid", "test"):
         for side in ("en", "de"):
             (data / f"{stem}.{side}").write_text("Ġa Ġb\nĠc\n", encoding="utf-8")
-    settings = table.demo_settings(max_steps=20, save_every=5, eval_every=10)
-    return process.PeerJob(data, tmp_path / "work", bin_folder, settings, 1, 1, 2, {"source": 5, "target": 5})
+    settings = translation_task.demo_settings(max_steps=20, save_every=5, eval_every=10)
+    return peer_jobs.PeerJob(data, tmp_path / "work", bin_folder, settings, 1, 1, 2, {"source": 5, "target": 5})
 
 
 def test_a_run_trains_averages_the_newest_checkpoints_and_decodes_every_test_pair(tmp_path):
-    onmt = peer_module("opennmt_peer")
     job = peer_job(tmp_path, stand_in_commands(tmp_path / "bin"))
-    done = onmt.run_opennmt(job)
+    done = opennmt_runner.run_opennmt(job)
     assert done.hypotheses == ["Ġh0", "Ġh1"]
     assert done.averaged == ["model_step_10.pt", "model_step_15.pt", "model_step_20.pt"]
     assert done.decode_sentences_per_s == round(1000 / 1.6, 2) and done.train_stats["vocab_size"] == 7
-    assert done.train_tokens_per_s == onmt.tokens_per_second(onmt.training_reports(TRAIN_LOG))
+    assert done.train_tokens_per_s == opennmt_runner.tokens_per_second(opennmt_runner.training_reports(TRAIN_LOG))
     assert [command.split()[0].rsplit("/", 1)[-1] for command in done.commands] == [
         "onmt_train", "onmt_average_models", "onmt_translate"]  # fmt: skip
     assert "-max_length 52" in done.commands[2]  # the longest test source, 2 pieces + </s>, + 49
@@ -243,19 +242,23 @@ def test_a_run_trains_averages_the_newest_checkpoints_and_decodes_every_test_pai
 
 
 def test_a_failed_command_another_vocabulary_a_missing_hypothesis_or_an_unused_seed_raises(tmp_path):
-    onmt = peer_module("opennmt_peer")
     job = peer_job(tmp_path / "seed", stand_in_commands(tmp_path / "seed-bin"))
     with pytest.raises(ValueError, match="seeds nothing below 1"):
-        onmt.run_opennmt(type(job)(**{**vars(job), "seed": 0}))
+        opennmt_runner.run_opennmt(type(job)(**{**vars(job), "seed": 0}))
     with pytest.raises(RuntimeError, match=r"onmt_train failed \(3\)(.|\n)*broken"):
-        onmt.run_opennmt(peer_job(tmp_path / "failed", stand_in_commands(tmp_path / "failed-bin", train_exit=3)))
+        opennmt_runner.run_opennmt(
+            peer_job(tmp_path / "failed", stand_in_commands(tmp_path / "failed-bin", train_exit=3))
+        )
     with pytest.raises(ValueError, match=r"built a vocabulary of 8, not 3 \+ 4 specials"):
-        onmt.run_opennmt(peer_job(tmp_path / "vocab", stand_in_commands(tmp_path / "vocab-bin", vocabulary=8)))
+        opennmt_runner.run_opennmt(
+            peer_job(tmp_path / "vocab", stand_in_commands(tmp_path / "vocab-bin", vocabulary=8))
+        )
     with pytest.raises(ValueError, match="wrote 1 hypotheses for 2 test sentences"):
-        onmt.run_opennmt(peer_job(tmp_path / "short", stand_in_commands(tmp_path / "short-bin", hypotheses=1)))
+        opennmt_runner.run_opennmt(
+            peer_job(tmp_path / "short", stand_in_commands(tmp_path / "short-bin", hypotheses=1))
+        )
 
 
 def test_opennmt_py_is_a_peer_of_the_command_line():
-    run = peer_module("run")
-    assert run.PEERS["opennmt-py"].venv == "opennmt" and "opennmt-py" in run.READY
-    assert run.parse_args(["--system", "opennmt-py"]).system == "opennmt-py"
+    assert systems.PEERS["opennmt-py"].venv == "opennmt" and "opennmt-py" in systems.READY
+    assert peers_main.parse_args(["--system", "opennmt-py"]).system == "opennmt-py"

@@ -1,5 +1,5 @@
-"""`benchmarks/peers/opennmt_summary.py` and OpenNMT-py's summarization run: its side of the table with and without
-`copy_attn`, the config and flags derived from the demo preset's settings, its copy fix for onmt_translate, and
+"""`benchmarks/peers/opennmt/summarization_table.py` and OpenNMT-py's summarization run: its side of the table with and
+without `copy_attn`, the config and flags derived from the demo preset's settings, its copy fix for onmt_translate, and
 `run_opennmt` on the summarization pieces with stand-in commands. None of it needs OpenNMT-py's environment."""
 
 import pytest
@@ -15,7 +15,14 @@ from test_peers_opennmt import (
 
 from hf_vanilla.data.summaries import SIDES
 
-from runs import peer_module
+from benchmarks.peers import __main__ as peers_main
+from benchmarks.peers import comparison, systems
+from benchmarks.peers import summarization as summarization_task
+from benchmarks.peers import translation as translation_task
+from benchmarks.peers.common import jobs as peer_jobs
+from benchmarks.peers.common import settings as common_settings
+from benchmarks.peers.opennmt import runner as opennmt_runner
+from benchmarks.peers.opennmt import summarization_table as opennmt_summary
 
 # onmt_translate's rows (the others name onmt_train's options).
 DECODING = {"beam", "length penalty", "beam stop", "no repeated n-gram", "shortest summary", "longest summary",
@@ -29,12 +36,11 @@ NO_OPTION = {"embedding scale", "output bias", "Adam eps", "source end token", "
 
 @pytest.mark.parametrize("copy", [True, False])
 def test_every_row_s_option_is_passed_with_its_value(tmp_path, copy):
-    table, summary = peer_module("summary_table"), peer_module("opennmt_summary")
-    settings = table.summarization_settings(copy=copy)
-    config = summary.summary_config(settings, 3, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 1234)
+    settings = summarization_task.summarization_settings(copy=copy)
+    config = opennmt_summary.summary_config(settings, 3, tmp_path, tmp_path / "vocab.txt", tmp_path / "model", 1234)
     train = {key: rendered(value) for key, value in config.items() if key != "data"}
-    decode = translate_options(summary.summary_translate_flags(settings))
-    rows = summary.opennmt_summary_rows(settings)
+    decode = translate_options(opennmt_summary.summary_translate_flags(settings))
+    rows = opennmt_summary.opennmt_summary_rows(settings)
     assert_rows_are_passed(rows, train, decode, DECODING, NO_OPTION)
     expected = {
         "enc_layers": "3", "dec_layers": "3", "hidden_size": "128", "heads": "4", "transformer_ff": "512",
@@ -56,7 +62,7 @@ def test_every_row_s_option_is_passed_with_its_value(tmp_path, copy):
     }  # fmt: skip
     copying = "copy mechanism, p_gen inputs, pointer smoothing, " if copy else ""
     smoothing = ", label smoothing" if copy else ""
-    assert peer_module("settings_table").render(rows, "opennmt-py").splitlines()[-1] == (
+    assert common_settings.render(rows, "opennmt-py").splitlines()[-1] == (
         f"opennmt-py cannot match: layer norm, output bias, source end token, {copying}activation dropout{smoothing}, "
         "Adam eps, tokens per update, loss normalisation, batching, validation, initialisation, length penalty, beam "
         "stop, stutter ban" + (", whole-word copy." if copy else ".")
@@ -68,29 +74,30 @@ def test_every_row_s_option_is_passed_with_its_value(tmp_path, copy):
 
 
 def test_only_a_copying_model_is_decoded_with_the_copy_fix(tmp_path):
-    table, summary = peer_module("summary_table"), peer_module("opennmt_summary")
-    copying = summary.translate_program(tmp_path, table.summarization_settings())
-    assert copying == [str(tmp_path / "python"), "-c", summary.TRANSLATE_WITH_COPY]
-    for fix in (summary.GENERATOR_IN_MODEL, summary.OWN_DICTIONARIES, "copy=True"):
-        assert fix in summary.TRANSLATE_WITH_COPY
-    plain = summary.translate_program(tmp_path, table.summarization_settings(copy=False))
+    copying = opennmt_summary.translate_program(tmp_path, summarization_task.summarization_settings())
+    assert copying == [str(tmp_path / "python"), "-c", opennmt_summary.TRANSLATE_WITH_COPY]
+    for fix in (opennmt_summary.GENERATOR_IN_MODEL, opennmt_summary.OWN_DICTIONARIES, "copy=True"):
+        assert fix in opennmt_summary.TRANSLATE_WITH_COPY
+    plain = opennmt_summary.translate_program(tmp_path, summarization_task.summarization_settings(copy=False))
     assert plain == [str(tmp_path / "onmt_translate")]
-    assert summary.translate_program(tmp_path, peer_module("settings_table").demo_settings()) == plain
+    assert opennmt_summary.translate_program(tmp_path, translation_task.demo_settings()) == plain
     with pytest.raises(ValueError, match="wu penalty is GNMT's, not 'power'"):
-        summary.summary_translate_flags({**table.summarization_settings(), "length_penalty_style": "power"})
+        opennmt_summary.summary_translate_flags(
+            {**summarization_task.summarization_settings(), "length_penalty_style": "power"}
+        )
 
 
 def test_each_remaining_sentence_is_folded_with_its_own_dictionary():
     import torch
 
-    summary, calls = peer_module("opennmt_summary"), []
+    calls = []
 
     def decode_and_generate(self, decoder_in, enc_out, batch, *args, batch_offset=None, **kwargs):
         calls.append((batch["src_ex_vocab"], batch["srclen"], batch_offset, kwargs))
         return "scores"
 
     found = {"decode_and_generate": decode_and_generate}
-    exec(summary.OWN_DICTIONARIES, found)
+    exec(opennmt_summary.OWN_DICTIONARIES, found)
     batch = {"src_ex_vocab": ["first", "second", "third"], "srclen": [3, 2, 4]}
     # Sentence 1 has finished: the remaining two, at indices 0 and 1, are the batch's sentences 0 and 2.
     assert found["own_dictionaries"](None, "in", "out", batch, batch_offset=torch.tensor([0, 2]), step=3) == "scores"
@@ -101,14 +108,14 @@ def test_each_remaining_sentence_is_folded_with_its_own_dictionary():
 
 
 def test_the_copy_generator_s_weights_are_loaded_under_their_full_names():
-    summary, loaded = peer_module("opennmt_summary"), []
+    loaded = []
 
     def load_state_dict(self, checkpoint, *args, **kwargs):
         loaded.append((dict(checkpoint["model"]), checkpoint["generator"], args, kwargs))
         return "model"
 
     found = {"load_state_dict": load_state_dict}
-    exec(summary.GENERATOR_IN_MODEL, found)
+    exec(opennmt_summary.GENERATOR_IN_MODEL, found)
     checkpoint = {"model": {"decoder.w": 1}, "generator": {"linear.weight": 2, "linear_copy.bias": 3}, "vocab": 4}
     assert found["generator_in_model"](None, checkpoint, strict=True) == "model"
     ((model, generator, args, kwargs),) = loaded
@@ -118,26 +125,24 @@ def test_the_copy_generator_s_weights_are_loaded_under_their_full_names():
 
 def summary_job(tmp_path, bin_folder, copy: bool, task: str = "summarization"):
     """A summarization job of 3 pieces, 2 training pairs and 2 test e-mails, the demo's settings at 20 updates."""
-    process, table = peer_module("peer_process"), peer_module("summary_table")
     data = tmp_path / "data"
     data.mkdir(parents=True)
     (data / "dict.txt").write_text("Ġa 1\nĠb 1\nĠc 1\n", encoding="utf-8")
     for stem in ("train", "valid", "test"):
         (data / f"{stem}.text").write_text("Ġa Ġb Ġc Ġa\nĠc\n", encoding="utf-8")
         (data / f"{stem}.summary").write_text("Ġa Ġb\nĠc\n", encoding="utf-8")
-    settings = table.summarization_settings(copy=copy, max_steps=20, save_every=5, eval_every=10)
-    return process.PeerJob(data, tmp_path / "work", bin_folder, settings, 1, 1, 2, {"source": 5, "target": 3}, task,
+    settings = summarization_task.summarization_settings(copy=copy, max_steps=20, save_every=5, eval_every=10)
+    return peer_jobs.PeerJob(data, tmp_path / "work", bin_folder, settings, 1, 1, 2, {"source": 5, "target": 3}, task,
                            SIDES)  # fmt: skip
 
 
 @pytest.mark.parametrize("copy", [True, False])
 def test_a_summarization_run_trains_on_the_text_and_summary_pieces_and_decodes_with_the_summary_flags(tmp_path, copy):
-    onmt = peer_module("opennmt_peer")
     bin_folder = stand_in_commands(tmp_path / "bin")
     # The copy fix's `python -c SCRIPT ARGS` stands in as onmt_translate with ARGS.
     stand_in(bin_folder, "python", 'shift 2\nexec "$(dirname "$0")/onmt_translate" "$@"\n')
     job = summary_job(tmp_path, bin_folder, copy)
-    done = onmt.run_opennmt(job)
+    done = opennmt_runner.run_opennmt(job)
     assert done.hypotheses == ["Ġh0", "Ġh1"] and (job.work / "test.hyp.summary").is_file()
     config = yaml.safe_load((job.work / "train.yaml").read_text(encoding="utf-8"))
     assert config["copy_attn"] is copy and config["data"]["corpus_1"]["path_tgt"].endswith("train.summary")
@@ -149,31 +154,30 @@ def test_a_summarization_run_trains_on_the_text_and_summary_pieces_and_decodes_w
 
 
 def test_opennmt_runs_translation_and_summarization_and_refuses_the_rest(tmp_path):
-    onmt, table = peer_module("opennmt_peer"), peer_module("summary_table")
-    summary = table.summarization_settings()
-    assert onmt.opennmt_table(summary) == peer_module("opennmt_summary").opennmt_summary_rows(summary)
-    translation = peer_module("settings_table").demo_settings()
-    assert onmt.opennmt_table(translation) == onmt.opennmt_rows(translation)
+    summary = summarization_task.summarization_settings()
+    assert opennmt_runner.opennmt_table(summary) == opennmt_summary.opennmt_summary_rows(summary)
+    translation = translation_task.demo_settings()
+    assert opennmt_runner.opennmt_table(translation) == opennmt_runner.opennmt_rows(translation)
     job = summary_job(tmp_path, stand_in_commands(tmp_path / "bin"), True, task="parsing")
     with pytest.raises(ValueError, match="OpenNMT-py runs translation and summarization here, not parsing"):
-        onmt.run_opennmt(job)
+        opennmt_runner.run_opennmt(job)
 
 
 def test_the_trainable_parameters_are_read_from_the_training_log():
-    onmt = peer_module("opennmt_peer")
     line = "[2026-11-27 02:01:49,748 INFO] Trainable parameters = {'torch.float32': 1318401, 'torch.float16': 0}\n"
-    assert onmt.train_figures(line + TRAIN_LOG)["trainable_parameters"] == 1318401
-    assert "trainable_parameters" not in onmt.train_figures(TRAIN_LOG)
+    assert opennmt_runner.train_figures(line + TRAIN_LOG)["trainable_parameters"] == 1318401
+    assert "trainable_parameters" not in opennmt_runner.train_figures(TRAIN_LOG)
 
 
 @pytest.mark.parametrize("system, copy", [("opennmt-py", True), ("opennmt-py-no-copy", False)])
 def test_the_command_line_runs_opennmt_s_summarization_with_and_without_copying(system, copy):
-    run = peer_module("run")
-    args = run.parse_args(["--task", "summarization", "--system", system, "--max-updates", "20", "--save-every", "10"])
-    settings = run.run_settings(args)
+    args = peers_main.parse_args(
+        ["--task", "summarization", "--system", system, "--max-updates", "20", "--save-every", "10"]
+    )
+    settings = comparison.run_settings(args)
     assert (settings["task"], settings["pointer_generator"], settings["max_steps"]) == ("summarization", copy, 20)
     assert settings["average_last"] == 2  # the two checkpoints a short check of 20 updates saves
-    assert run.PEERS["opennmt-py"].rows(settings)[0].peer.startswith("encoder_type transformer")
+    assert systems.PEERS["opennmt-py"].rows(settings)[0].peer.startswith("encoder_type transformer")
 
 
 @pytest.mark.parametrize(
@@ -186,8 +190,6 @@ def test_the_command_line_runs_opennmt_s_summarization_with_and_without_copying(
     ],
 )  # fmt: skip
 def test_a_task_opennmt_does_not_run_is_refused(task, system, error, monkeypatch, capsys):
-    run = peer_module("run")
-    monkeypatch.setattr("sys.argv", ["run.py"])
     with pytest.raises(SystemExit):
-        run.parse_args(["--task", task, "--system", system])
-    assert capsys.readouterr().err.splitlines()[-1] == f"run.py: error: {error}"
+        peers_main.parse_args(["--task", task, "--system", system])
+    assert capsys.readouterr().err.splitlines()[-1] == f"python -m benchmarks.peers: error: {error}"

@@ -1,4 +1,4 @@
-"""`benchmarks/peers/sockeye_peer.py` and `sockeye_settings.py`: every row of Sockeye's side of the table is a flag
+"""`benchmarks/peers/sockeye/`: every row of Sockeye's side of the table is a flag
 really passed with its value, the vocabulary JSON is the tokenizer's, Sockeye's logs are read back, and a run's steps
 (faked here by scripts: no test needs Sockeye's environment) give a record's figures or a clear error."""
 
@@ -13,7 +13,15 @@ from datasets import Dataset
 from hf_vanilla.beam_search_vanilla import gnmt_length_penalty
 from hf_vanilla.training.schedule import inverse_sqrt_lr
 
-from runs import peer_module
+from benchmarks.peers import __main__ as peers_main
+from benchmarks.peers import systems
+from benchmarks.peers import translation as translation_task
+from benchmarks.peers.common import jobs as peer_jobs
+from benchmarks.peers.common import pieces as common_pieces
+from benchmarks.peers.common import settings as common_settings
+from benchmarks.peers.fairseq import translation_table as fairseq_table
+from benchmarks.peers.sockeye import runner as sockeye_runner
+from benchmarks.peers.sockeye import translation_table as sockeye_table
 
 LONGEST = 30  # the test split's longest source in tokens, </s> counted, of the commands built below
 # A flag of a row's Sockeye column and its value (absent for a switch such as --shared-vocab).
@@ -43,10 +51,6 @@ TRANSLATE_LOG = (
 )
 
 
-def sockeye():
-    return peer_module("sockeye_peer")
-
-
 def flags_of(text: str) -> list[tuple[str, str | None]]:
     """The `--flag value` pairs of a row's Sockeye column."""
     return [(flag, value or None) for flag, value in FLAG.findall(text)]
@@ -67,7 +71,6 @@ def expected_value(value: str) -> str:
 def job(tmp_path):
     """A PeerJob of the demo's settings on a tiny exported folder (two test sources, the longer LONGEST - 1
     pieces), its bin folder `tmp_path/bin`."""
-    process, table = peer_module("peer_process"), peer_module("settings_table")
     data = tmp_path / "data"
     data.mkdir()
     lines = {"train": ["Ġa Ġb", "Ġc"], "valid": ["Ġa"], "test": [" ".join(["Ġa"] * (LONGEST - 1)), "Ġb"]}
@@ -75,16 +78,15 @@ def job(tmp_path):
         for side in ("en", "de"):
             (data / f"{stem}.{side}").write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
     (data / "dict.txt").write_text("Ġa 1\nĠb 1\nĠc 1\n", encoding="utf-8")
-    return process.PeerJob(data, tmp_path / "work", tmp_path / "bin", table.demo_settings(), 3, None, 2,
+    return peer_jobs.PeerJob(data, tmp_path / "work", tmp_path / "bin", translation_task.demo_settings(), 3, None, 2,
                            {"source": 5, "target": 7})  # fmt: skip
 
 
 def test_every_row_s_flag_is_passed_with_its_value(job):
-    peer, settings = sockeye(), job.settings
-    table = peer_module("sockeye_settings")
+    peer, settings = sockeye_runner, job.settings
     train = peer.train_command(job, Path("vocab.json"), job.work / "model")
     translate = peer.translate_command(job, job.work / "model", job.work / "test.hyp")
-    decoding = {row.setting for row in table._decoding_rows(settings)}
+    decoding = {row.setting for row in sockeye_table._decoding_rows(settings)}
     checked = 0
     for row in peer.sockeye_rows(settings):
         command = translate if row.setting in decoding else train
@@ -108,9 +110,8 @@ def test_every_row_s_flag_is_passed_with_its_value(job):
 
 
 def test_sockeye_s_schedule_and_length_penalty_are_the_recipe_s():
-    table = peer_module("settings_table")
-    settings = table.demo_settings()
-    lr0, warmup = float(peer_module("sockeye_settings").initial_learning_rate(settings)), settings["warmup_steps"]
+    settings = translation_task.demo_settings()
+    lr0, warmup = float(sockeye_table.initial_learning_rate(settings)), settings["warmup_steps"]
     assert lr0 == pytest.approx(0.5 * 128**-0.5)
     for update in (1, 2, 200, 399, 400, 401, 1000, 2400):
         # sockeye.lr_scheduler.LearningRateSchedulerInvSqrtDecay.get_lr at t = update (stepped before the update)
@@ -121,11 +122,10 @@ def test_sockeye_s_schedule_and_length_penalty_are_the_recipe_s():
 
 
 def test_the_table_names_what_sockeye_cannot_match():
-    table = peer_module("settings_table")
-    rows = {row.setting: row for row in sockeye().sockeye_rows(table.demo_settings())}
-    fairseq = {row.setting for row in table.fairseq_rows(table.demo_settings())}
+    rows = {row.setting: row for row in sockeye_table.sockeye_rows(translation_task.demo_settings())}
+    fairseq = {row.setting for row in fairseq_table.fairseq_rows(translation_task.demo_settings())}
     assert fairseq <= set(rows)  # every setting of fairseq's table, and Sockeye's own differences
-    assert table.render(list(rows.values()), "sockeye").splitlines()[-1] == (
+    assert common_settings.render(list(rows.values()), "sockeye").splitlines()[-1] == (
         "sockeye cannot match: layer norm epsilon, attention biases, output bias, tokens per update, batching, "
         "validation, initialisation, decoder start, finished hypotheses, maximum output, decoding batches."
     )
@@ -133,12 +133,11 @@ def test_the_table_names_what_sockeye_cannot_match():
 
 
 def test_the_vocabulary_json_is_the_tokenizer_s_pieces_after_sockeye_s_specials(tmp_path):
-    data = peer_module("split_pieces")
     pairs = [("The light was good.", "Das Licht war gut."), ("God saw the light.", "Gott sah das Licht.")]
     train = Dataset.from_list([{"translation": {"en": en, "de": de}} for en, de in pairs])
-    tokenizer = data.shared_tokenizer(tmp_path / "tokenizer", train, 300)
-    pieces = data.write_dictionary(tokenizer, tmp_path / "dict.txt")
-    written = sockeye().write_vocabulary(tmp_path / "dict.txt", tmp_path / "vocab.json")
+    tokenizer = translation_task.translation_tokenizer(tmp_path / "tokenizer", train, 300)
+    pieces = common_pieces.write_dictionary(tokenizer, tmp_path / "dict.txt")
+    written = sockeye_runner.write_vocabulary(tmp_path / "dict.txt", tmp_path / "vocab.json")
     vocab = json.loads((tmp_path / "vocab.json").read_text(encoding="utf-8"))
     assert vocab == written and list(vocab.values()) == list(range(len(tokenizer)))
     assert list(vocab)[:4] == ["<pad>", "<unk>", "<s>", "</s>"]  # sockeye.constants.VOCAB_SYMBOLS, ids 0-3
@@ -146,13 +145,13 @@ def test_the_vocabulary_json_is_the_tokenizer_s_pieces_after_sockeye_s_specials(
                                          not in ("<pad>", "<unk>", "<s>", "</s>")]  # fmt: skip
     assert set(vocab) == set(tokenizer.get_vocab())
     with pytest.raises(ValueError, match="Sockeye's special symbols"):
-        sockeye().vocabulary(["Ġa", "<unk>"])
+        sockeye_runner.vocabulary(["Ġa", "<unk>"])
     with pytest.raises(ValueError, match="duplicate"):
-        sockeye().vocabulary(["Ġa", "Ġa"])
+        sockeye_runner.vocabulary(["Ġa", "Ġa"])
 
 
 def test_sockeye_s_logs_are_read_back():
-    peer = sockeye()
+    peer = sockeye_runner
     figures = peer.train_figures(TRAIN_LOG)
     assert figures == {"updates": 10, "epoch": 0, "samples": 675, "time_cost": 1.581, "train_perplexity": 3839.359068,
                        "validation_perplexity": 3683.178572, "learning_rate": 0.000055, "checkpoints": 2,
@@ -214,7 +213,7 @@ def fake_environment(bin_folder: Path, translated: int = 2, train_exit: int = 0)
 
 def test_a_run_averages_the_newest_checkpoints_and_decodes_every_test_sentence(job):
     fake_environment(job.bin_folder)
-    done = sockeye().run_sockeye(job)
+    done = sockeye_runner.run_sockeye(job)
     assert done.hypotheses == [f"Ġx{LONGEST - 1}", "Ġx1"]
     assert done.averaged == ["params.00002", "params.00003", "params.00004"]
     model = job.work / "model"
@@ -231,16 +230,13 @@ def test_a_run_averages_the_newest_checkpoints_and_decodes_every_test_sentence(j
 def test_a_missing_hypothesis_or_a_failed_command_is_a_clear_error(job, tmp_path):
     fake_environment(job.bin_folder, translated=1)
     with pytest.raises(ValueError, match="wrote 1 hypotheses for 2 test sentences"):
-        sockeye().run_sockeye(job)
-    failing = peer_module("peer_process").PeerJob(
-        **{**vars(job), "bin_folder": tmp_path / "failing", "work": tmp_path / "failing-work"}
-    )
+        sockeye_runner.run_sockeye(job)
+    failing = peer_jobs.PeerJob(**{**vars(job), "bin_folder": tmp_path / "failing", "work": tmp_path / "failing-work"})
     fake_environment(failing.bin_folder, train_exit=2)
     with pytest.raises(RuntimeError, match=r"sockeye-train failed \(2\), see .*train.log"):
-        sockeye().run_sockeye(failing)
+        sockeye_runner.run_sockeye(failing)
 
 
 def test_the_command_line_runs_sockeye():
-    run = peer_module("run")
-    assert run.parse_args(["--system", "sockeye"]).system == "sockeye"
-    assert run.PEERS["sockeye"].rows is sockeye().sockeye_rows and run.PEERS["sockeye"].venv == "sockeye"
+    assert peers_main.parse_args(["--system", "sockeye"]).system == "sockeye"
+    assert systems.PEERS["sockeye"].rows is sockeye_runner.sockeye_rows and systems.PEERS["sockeye"].venv == "sockeye"

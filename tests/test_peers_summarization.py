@@ -1,7 +1,7 @@
 """`benchmarks/peers/` on the summarization task: the AESLC demo's splits exported as its own (lower-cased, cut)
-pieces, the demo preset's settings and fairseq's pointer-generator flags derived from them, the project's ROUGE on
-the peer's outputs, and a run through `run.py` with a stand-in peer. Tiny AESLC-shaped folders made here; no peer's
-environment is needed."""
+pieces, the demo preset's settings and fairseq's pointer-generator flags derived from them, the project's ROUGE on the
+peer's outputs, and a run through `python -m benchmarks.peers` with a stand-in peer. Tiny AESLC-shaped folders made
+here; no peer's environment is needed."""
 
 import json
 import shlex
@@ -15,7 +15,18 @@ from hf_vanilla.evaluation.rouge import compute_rouge
 from hf_vanilla.tokenization import reads_lowercase, truncate_ids
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
 
-from runs import peer_module
+from benchmarks.peers import __main__ as peers_main
+from benchmarks.peers import comparison, systems
+from benchmarks.peers import summarization as summarization_task
+from benchmarks.peers import translation as translation_task
+from benchmarks.peers.common import jobs as peer_jobs
+from benchmarks.peers.common import pieces as common_pieces
+from benchmarks.peers.common import settings as common_settings
+from benchmarks.peers.common.recipes import recipe_module
+from benchmarks.peers.fairseq import runner as fairseq_runner
+from benchmarks.peers.fairseq import summarization_table as fairseq_summary
+from benchmarks.peers.fairseq import translation_table as fairseq_table
+from benchmarks.peers.recipe import runs as recipe_runs
 
 USER_DIR = "/venv/lib/python3.11/site-packages/fairseq/examples/pointer_generator/pointer_generator_src"
 BODY_WORDS = "Please Review the Gas Contract for Tuesday and send Comments to Phillip before the Meeting".split()
@@ -47,16 +58,18 @@ SMALL |= {"max_length": None, "max_length_ratio": None}
 
 @pytest.fixture(scope="module")
 def exported(aeslc, tmp_path_factory):
-    pieces = peer_module("summary_pieces")
-    corpus, dataset = pieces.summary_corpus(SMALL, str(aeslc))
+    corpus, dataset = summarization_task.summary_corpus(SMALL, str(aeslc))
     folder = tmp_path_factory.mktemp("summ")
-    tokenizer = pieces.summary_tokenizer(folder / "tokenizer", corpus["train"], SMALL, dataset)
-    return pieces.export_summaries(corpus, tokenizer, folder / "data", SMALL, test_limit=4), tokenizer, corpus
+    tokenizer = summarization_task.summary_tokenizer(folder / "tokenizer", corpus["train"], SMALL, dataset)
+    return (
+        summarization_task.export_summaries(corpus, tokenizer, folder / "data", SMALL, test_limit=4),
+        tokenizer,
+        corpus,
+    )
 
 
 def test_the_exported_pieces_are_the_recipe_s_ids_and_decode_to_its_lower_cased_cut_text(exported):
     export, tokenizer, corpus = exported
-    data = peer_module("split_pieces")
     assert reads_lowercase(tokenizer)
     uncut = 0
     for split, stem in (("train", "train"), ("validation", "valid"), ("test", "test")):
@@ -67,9 +80,11 @@ def test_the_exported_pieces_are_the_recipe_s_ids_and_decode_to_its_lower_cased_
             for line, text in zip(lines, items[side]):
                 expected = truncate_ids(tokenizer(text)["input_ids"], limit)  # the recipe's cut, </s> kept
                 assert tokenizer.convert_tokens_to_ids(line.split()) + [tokenizer.eos_token_id] == expected
-                assert data.text_from_pieces(line, tokenizer) == tokenizer.decode(expected, skip_special_tokens=True)
+                assert common_pieces.text_from_pieces(line, tokenizer) == tokenizer.decode(
+                    expected, skip_special_tokens=True
+                )
                 if len(tokenizer(text)["input_ids"]) <= limit:  # uncut: the whole text, lower-cased, one space a gap
-                    assert data.text_from_pieces(line, tokenizer) == " " + " ".join(text.lower().split())
+                    assert common_pieces.text_from_pieces(line, tokenizer) == " " + " ".join(text.lower().split())
                     uncut += 1
     assert uncut >= 40  # the subjects
     assert export.counts == {"train": 40, "valid": 3, "test": 4}
@@ -81,9 +96,8 @@ def test_the_exported_pieces_are_the_recipe_s_ids_and_decode_to_its_lower_cased_
 
 
 def test_the_settings_are_the_demo_preset_s_with_and_without_copying():
-    table = peer_module("summary_table")
     preset, model = SUMMARIZATION_PRESETS["demo"], SIZES["demo_summarization"]
-    copy, plain = table.summarization_settings(), table.summarization_settings(copy=False)
+    copy, plain = summarization_task.summarization_settings(), summarization_task.summarization_settings(copy=False)
     for name in ("encoder_layers", "decoder_layers", "d_model", "num_attention_heads", "d_ff", "dropout"):
         assert copy[name] == plain[name] == model[name]
     for name in ("vocab_size", "tokens_per_step", "warmup_steps", "max_steps", "average_last", "save_every"):
@@ -95,10 +109,10 @@ def test_the_settings_are_the_demo_preset_s_with_and_without_copying():
     assert copy["peak_lr"] == pytest.approx(128**-0.5 * 400**-0.5)
     assert (copy["num_beams"], copy["no_repeat_ngram_size"], copy["no_stutter_span_size"]) == (4, 3, 4)
     assert (copy["min_new_tokens"], copy["max_new_tokens"], copy["attention_dropout"]) == (1, 64, 0.0)
-    short = table.summarization_settings(max_steps=20, save_every=5, eval_every=10)
+    short = summarization_task.summarization_settings(max_steps=20, save_every=5, eval_every=10)
     assert (short["max_steps"], short["save_every"], short["eval_every"]) == (20, 5, 10)
     with pytest.raises(ValueError, match="not overridable"):
-        table.summarization_settings(dropout=0.3)
+        summarization_task.summarization_settings(dropout=0.3)
 
 
 def row_flags(rows) -> list[tuple[str, str | None]]:
@@ -151,11 +165,10 @@ def check_rows_against_flags(rows, flags: list[str]) -> None:
 
 @pytest.mark.parametrize("copy", [True, False])
 def test_every_row_s_flag_is_passed_with_its_value(copy):
-    table = peer_module("summary_table")
-    s = table.summarization_settings(copy=copy)
-    rows = table.fairseq_summary_rows(s)
-    train = table.fairseq_summary_train_flags(s, seed=2, user_dir=USER_DIR)
-    generate = table.fairseq_summary_generate_flags(s, USER_DIR)
+    s = summarization_task.summarization_settings(copy=copy)
+    rows = fairseq_summary.fairseq_summary_rows(s)
+    train = fairseq_summary.fairseq_summary_train_flags(s, seed=2, user_dir=USER_DIR)
+    generate = fairseq_summary.fairseq_summary_generate_flags(s, USER_DIR)
     check_rows_against_flags(rows, train + generate)
     given = dict(zip(train, train[1:]))
     assert given["--arch"] == ("transformer_pointer_generator" if copy else "transformer")
@@ -173,7 +186,7 @@ def test_every_row_s_flag_is_passed_with_its_value(copy):
         "--beam": "4", "--lenpen": "3.0", "--no-repeat-ngram-size": "3", "--min-len": "1", "--max-len-a": "0",
         "--max-len-b": "64", "--max-tokens": "4000", "--batch-size": "192", "--required-batch-size-multiple": "1",
     }  # fmt: skip
-    unmatched = peer_module("settings_table").render(rows, "fairseq").splitlines()[-1]
+    unmatched = common_settings.render(rows, "fairseq").splitlines()[-1]
     copying = "p_gen inputs, copied positions, force copy, pointer smoothing, " if copy else ""
     tail = "length penalty, stutter ban" + (", whole-word copy" if copy else "")
     assert unmatched == (
@@ -182,32 +195,29 @@ def test_every_row_s_flag_is_passed_with_its_value(copy):
 
 
 def test_translation_s_rows_and_flags_pass_the_same_check():
-    table = peer_module("settings_table")
-    s = table.demo_settings()
-    flags = table.fairseq_train_flags(s, 1) + table.fairseq_generate_flags(s)
-    check_rows_against_flags(table.fairseq_rows(s), flags)
-    assert table.fairseq_train_flags(s, 1, {}) == table.fairseq_train_flags(s, 1)
+    s = translation_task.demo_settings()
+    flags = fairseq_table.fairseq_train_flags(s, 1) + fairseq_table.fairseq_generate_flags(s)
+    check_rows_against_flags(fairseq_table.fairseq_rows(s), flags)
+    assert fairseq_table.fairseq_train_flags(s, 1, {}) == fairseq_table.fairseq_train_flags(s, 1)
 
 
 def test_fairseq_s_steps_take_the_task_s_files_and_flags(tmp_path):
-    fairseq, process = peer_module("fairseq_peer"), peer_module("peer_process")
     source = tmp_path / "venv/lib/python3.11/site-packages/fairseq/examples/pointer_generator/pointer_generator_src"
     source.mkdir(parents=True)
     (source / "transformer_pg.py").write_text("")
     bin_folder = tmp_path / "venv" / "bin"
-    summary = peer_module("summary_table").summarization_settings()
-    job = process.PeerJob(tmp_path, tmp_path / "w", bin_folder, summary, 1, None, 4, {}, "summarization", SIDES)
-    train, generate = fairseq.task_flags(job)
+    summary = summarization_task.summarization_settings()
+    job = peer_jobs.PeerJob(tmp_path, tmp_path / "w", bin_folder, summary, 1, None, 4, {}, "summarization", SIDES)
+    train, generate = fairseq_runner.task_flags(job)
     assert train[train.index("--user-dir") + 1] == generate[generate.index("--user-dir") + 1] == str(source)
-    command = fairseq.preprocess_command(tmp_path, tmp_path / "bin", bin_folder, SIDES)
+    command = fairseq_runner.preprocess_command(tmp_path, tmp_path / "bin", bin_folder, SIDES)
     assert command[1:5] == ["--source-lang", "text", "--target-lang", "summary"]
-    assert fairseq.fairseq_table(summary)[0].setting == "encoder layers"
-    translation = peer_module("settings_table").demo_settings()
-    job = process.PeerJob(tmp_path, tmp_path / "w", bin_folder, translation, 1, None, 4, {})  # translation's default
-    table = peer_module("settings_table")
-    expected = table.fairseq_train_flags(translation, 1), table.fairseq_generate_flags(translation)
-    assert fairseq.task_flags(job) == expected
-    assert fairseq.preprocess_command(tmp_path, tmp_path / "bin", bin_folder)[1:5] == [
+    assert fairseq_runner.fairseq_table(summary)[0].setting == "encoder layers"
+    translation = translation_task.demo_settings()
+    job = peer_jobs.PeerJob(tmp_path, tmp_path / "w", bin_folder, translation, 1, None, 4, {})  # translation's default
+    expected = fairseq_table.fairseq_train_flags(translation, 1), fairseq_table.fairseq_generate_flags(translation)
+    assert fairseq_runner.task_flags(job) == expected
+    assert fairseq_runner.preprocess_command(tmp_path, tmp_path / "bin", bin_folder)[1:5] == [
         "--source-lang", "en", "--target-lang", "de"
     ]  # fmt: skip
 
@@ -222,7 +232,7 @@ def test_fairseq_s_n_gram_ban_blocks_the_hypothesis_own_repeats():
     import torch
 
     found = {}
-    exec(peer_module("fairseq_peer").NGRAM_BAN, found)
+    exec(fairseq_runner.NGRAM_BAN, found)
     ban = found["_no_repeat_ngram"]
     # fairseq's buffer: the start symbol (2) in slot 0, the hypothesis up to `step`, then padding (1) to its end.
     tokens = torch.tensor([[2, 5, 6, 7, 5, 6, 1, 1, 1], [2, 8, 8, 8, 9, 8, 1, 1, 1], [2, 4, 4, 4, 4, 4, 1, 1, 1]])
@@ -234,19 +244,19 @@ def test_fairseq_s_n_gram_ban_blocks_the_hypothesis_own_repeats():
 
 
 def test_fairseq_generate_runs_with_the_ban_fixed_only_where_it_bans(tmp_path):
-    fairseq, table = peer_module("fairseq_peer"), peer_module("summary_table")
-    flags = table.fairseq_summary_generate_flags(table.summarization_settings(), USER_DIR)
-    fixed = [str(tmp_path / "python"), "-c", fairseq.GENERATE_WITH_NGRAM_BAN]
-    assert fairseq.generate_program(tmp_path, flags) == fixed
-    translation = peer_module("settings_table").fairseq_generate_flags(peer_module("settings_table").demo_settings())
-    assert fairseq.generate_program(tmp_path, translation) == [str(tmp_path / "fairseq-generate")]
-    assert fairseq.generate_program(tmp_path, ["--no-repeat-ngram-size", "0"]) == [str(tmp_path / "fairseq-generate")]
+    flags = fairseq_summary.fairseq_summary_generate_flags(summarization_task.summarization_settings(), USER_DIR)
+    fixed = [str(tmp_path / "python"), "-c", fairseq_runner.GENERATE_WITH_NGRAM_BAN]
+    assert fairseq_runner.generate_program(tmp_path, flags) == fixed
+    translation = fairseq_table.fairseq_generate_flags(translation_task.demo_settings())
+    assert fairseq_runner.generate_program(tmp_path, translation) == [str(tmp_path / "fairseq-generate")]
+    assert fairseq_runner.generate_program(tmp_path, ["--no-repeat-ngram-size", "0"]) == [
+        str(tmp_path / "fairseq-generate")
+    ]
 
 
 def test_the_scorer_gives_the_project_s_rouge_on_a_known_pair(tmp_path):
-    pieces = peer_module("summary_pieces")
     (tmp_path / "test.references.jsonl").write_text(json.dumps(["Meeting Tomorrow", "meeting on tuesday"]) + "\n")
-    scored = pieces.score_summary_file([" the meetings tomorrow"], tmp_path)
+    scored = summarization_task.score_summary_file([" the meetings tomorrow"], tmp_path)
     # stemmed: meetings = meeting; ROUGE-1 P 2/3, R 1 -> F 0.8; ROUGE-2 P 1/2, R 1 -> F 2/3; the first reference best
     assert scored["quality"] == {"metric": "rouge1", "value": 80.0}
     assert (scored["rouge"]["rouge2"], scored["rouge"]["rouge1_multi_reference"]) == (66.67, 80.0)
@@ -254,57 +264,57 @@ def test_the_scorer_gives_the_project_s_rouge_on_a_known_pair(tmp_path):
     assert scored["rouge"]["rougeL"] == round(independent["rougeL"], 2) == 80.0
     assert scored["rouge"]["eval_items"] == 1
     with pytest.raises(ValueError, match="2 hypotheses for 1 test items"):
-        pieces.score_summary_file(["a", "b"], tmp_path)
+        summarization_task.score_summary_file(["a", "b"], tmp_path)
     results = {"rouge1": 30.1, "rouge2": 12.0, "rougeL": 29.0, "rougeLsum": 29.0, "eval_items": 1906, "bleu": 1}
-    assert pieces.summary_results(results) == {
+    assert summarization_task.summary_results(results) == {
         "quality": {"metric": "rouge1", "value": 30.1},
         "rouge": {k: v for k, v in results.items() if k != "bleu"},
     }
 
 
 def test_the_command_line_runs_summarization_s_systems_and_their_no_copy_variants(tmp_path, monkeypatch, capsys):
-    run = peer_module("run")
-    args = run.parse_args(["--task", "summarization", "--system", "fairseq-no-copy", "--max-updates", "20"])
-    settings = run.run_settings(args)
+    args = peers_main.parse_args(["--task", "summarization", "--system", "fairseq-no-copy", "--max-updates", "20"])
+    settings = comparison.run_settings(args)
     assert (settings["task"], settings["pointer_generator"], settings["lr_scale"], settings["max_steps"]) == (
         "summarization", False, 0.25, 20
     )  # fmt: skip
-    args = run.parse_args(["--task", "summarization", "--system", "hf_vanilla-no-copy", "--test-limit", "20"])
-    command = run.recipe_command(args, tmp_path)
+    args = peers_main.parse_args(["--task", "summarization", "--system", "hf_vanilla-no-copy", "--test-limit", "20"])
+    command = recipe_runs.recipe_command(args, tmp_path)
     assert command[6] == "recipes/summarize.py" and "--no-pointer-generator" in command
     assert command[command.index("--eval-sentences") + 1] == "20"
-    args = run.parse_args(["--task", "summarization", "--system", "hf_vanilla"])
-    assert "--no-pointer-generator" not in run.recipe_command(args, tmp_path)
-    assert run.recipe_command(run.parse_args(["--system", "hf_vanilla"]), tmp_path) == [
+    args = peers_main.parse_args(["--task", "summarization", "--system", "hf_vanilla"])
+    assert "--no-pointer-generator" not in recipe_runs.recipe_command(args, tmp_path)
+    assert recipe_runs.recipe_command(peers_main.parse_args(["--system", "hf_vanilla"]), tmp_path) == [
         "accelerate", "launch", "--quiet", "--cpu", "--num_processes", "1", "recipes/wmt_ende.py", "--preset", "demo",
         "--seed", "1", "--output-dir", str(tmp_path), "--overwrite-output-dir",
     ]  # fmt: skip
-    monkeypatch.setattr("sys.argv", ["run.py"])
     with pytest.raises(SystemExit):
-        run.parse_args(["--task", "translation", "--system", "fairseq-no-copy"])
+        peers_main.parse_args(["--task", "translation", "--system", "fairseq-no-copy"])
     error = capsys.readouterr().err.splitlines()[-1]
     assert error == (
-        "run.py: error: translation has no variant without a copy mechanism: --system fairseq, without -no-copy"
+        "python -m benchmarks.peers: error: translation has no variant without a copy mechanism: --system fairseq, "
+        "without -no-copy"
     )
 
 
 def test_a_summarization_run_exports_runs_the_peer_and_scores_its_output(aeslc, tmp_path, monkeypatch):
-    """`run.run_peer` with a stand-in peer that writes the test split's exported subjects back: the job it is given
+    """`systems.run_peer` with a stand-in peer that writes the test split's exported subjects back: the job it is given
     is summarization's, and its output, decoded by the demo's tokenizer, scores ROUGE-1 100 against @subject."""
-    run, process = peer_module("run"), peer_module("peer_process")
-    monkeypatch.setattr(peer_module("summary_table").summarize_recipe(), "default_dataset", lambda preset: str(aeslc))
-    monkeypatch.setattr(run, "ensure_venv", lambda venv, root: tmp_path / "venv" / "bin")
+    monkeypatch.setattr(recipe_module("summarize"), "default_dataset", lambda preset: str(aeslc))
+    monkeypatch.setattr(systems, "ensure_venv", lambda venv, root: tmp_path / "venv" / "bin")
     jobs = []
 
     def echo(job):
         jobs.append(job)
         lines = (job.data / f"test.{job.sides[1]}").read_text(encoding="utf-8").splitlines()
-        return process.PeerRun(lines, 1.0, 10.0, "stand-in", {}, 1.0, 4.0)
+        return peer_jobs.PeerRun(lines, 1.0, 10.0, "stand-in", {}, 1.0, 4.0)
 
-    stand_in = run.Peer("fairseq", run.PEERS["fairseq"].rows, echo, ("summarization",))
-    monkeypatch.setitem(run.PEERS, "fairseq", stand_in)
-    args = run.parse_args(["--task", "summarization", "--system", "fairseq", "--test-limit", "5", "--seed", "3"])
-    figures = run.run_peer(args, run.run_settings(args), tmp_path / "work")
+    stand_in = systems.Peer("fairseq", systems.PEERS["fairseq"].rows, echo, ("summarization",))
+    monkeypatch.setitem(systems.PEERS, "fairseq", stand_in)
+    args = peers_main.parse_args(
+        ["--task", "summarization", "--system", "fairseq", "--test-limit", "5", "--seed", "3"]
+    )
+    figures = systems.run_peer(args, comparison.run_settings(args), tmp_path / "work")
     (job,) = jobs
     assert (job.task, job.sides, job.test_pairs, job.seed, job.settings["pointer_generator"]) == (
         "summarization", SIDES, 5, 3, True

@@ -11,11 +11,11 @@ import torch
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
 from hf_vanilla.convert import ConversionError, to_marian
-from hf_vanilla.modeling_vanilla import (
+from hf_vanilla.modeling_vanilla import sinusoidal_positions
+from hf_vanilla.pointer_generator_vanilla import (
     VanillaPointerGenerator,
     dense_pointer_generator_log_probs,
     pointer_generator_loss,
-    sinusoidal_positions,
     whole_word_copy_positions,
 )
 

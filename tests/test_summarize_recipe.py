@@ -21,10 +21,10 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from hf_vanilla import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla.batch_decoding import generate_texts, recorded_input_limit
 from hf_vanilla.cards import check_card, expected_metrics
 from hf_vanilla.data.encoding import encode_truncated_pairs
 from hf_vanilla.data.summaries import as_pairs
-from hf_vanilla.decoding import generate_texts, recorded_input_limit
 from hf_vanilla.evaluation import summarization
 from hf_vanilla.evaluation.rouge import compute_rouge
 from hf_vanilla.hub import build_hub_folder

@@ -1,4 +1,5 @@
-"""`benchmarks/summary_words.py`: words of a summary that are neither in their document nor in the training split."""
+"""`benchmarks/studies/summary_words.py`: words of a summary that are neither in their document nor in the training
+split."""
 
 import json
 
@@ -16,7 +17,7 @@ LEXICON = {"title", "policy", "meeting", "report"}
 
 
 def test_made_up_words_are_those_in_neither_the_document_nor_the_lexicon():
-    counts = benchmark("summary_words").made_up_words(ITEMS, LEXICON)
+    counts = benchmark("studies.summary_words").made_up_words(ITEMS, LEXICON)
     # Predicted words: title phillments | q3 report meeting | lunch frizzday: 7, of which q3, report and lunch are
     # in their document, phillments and frizzday in neither it nor the lexicon.
     assert counts["summaries"] == 3 and counts["words_per_summary"] == 7 / 3
@@ -28,7 +29,7 @@ def test_made_up_words_are_those_in_neither_the_document_nor_the_lexicon():
 
 
 def test_the_script_prints_each_file_with_rouge_as_written_and_cleaned(tmp_path, monkeypatch, capsys):
-    script = benchmark("summary_words")
+    script = benchmark("studies.summary_words")
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text("".join(json.dumps(item) + "\n" for item in ITEMS))
     corpus = tmp_path / "corpus.jsonl"  # the lexicon: the training split's words, documents and summaries

@@ -1,7 +1,7 @@
 """Parsing a held-out set with the model's decoding (under the tree grammar or freely), repairing what comes out into
 trees over the input words, and scoring them with EVALB."""
 
-from ..decoding import generate_texts
+from ..batch_decoding import generate_texts
 from ..parsing.grammar import tree_grammar_for
 from ..parsing.linearization import needed_repair, tree_from_output
 from .evalb import evalb

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
-from ..decoding import check_length_bounds, generate_texts
+from ..batch_decoding import check_length_bounds, generate_texts
 from .result import Evaluation
 from .rouge import (  # noqa: F401  (MULTI_REFERENCE_RULE and ROUGE_TYPES re-exported)
     MULTI_REFERENCE_RULE,

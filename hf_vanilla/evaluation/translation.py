@@ -1,6 +1,6 @@
 """Translating a held-out set with the model's decoding and scoring it with sacreBLEU and the paper's BLEU."""
 
-from ..decoding import generate_texts
+from ..batch_decoding import generate_texts
 from .bleu import sacrebleu_score, tokenized_bleu
 from .result import Evaluation
 

@@ -38,8 +38,8 @@ def from_preset(help: str) -> dataclasses.Field:
 @dataclass
 class RunSettings:
     """Every setting of a run. A recipe subclasses it with its own flags (its data, its decoding); the command line
-    (HfArgumentParser) fills the flags, `None` meaning "the preset's"; `resolve` then fills every `None` from the
-    recipe's preset, a dict of field values (`training.presets`), and checks the values."""
+    (`training.flags.parse_settings`, a flag a field) fills them, `None` meaning "the preset's"; `resolve` then fills
+    every `None` from the recipe's preset, a dict of field values (`training.presets`), and checks the values."""
 
     # The fields that, when set, override the model's configuration field of the same name, or its generation
     # config's; and the smallest value of some fields. A recipe's subclass extends them with its own fields.

@@ -228,7 +228,7 @@ def build_tokenizer(
     trained for this run on `train_split`'s `languages` with the BPE `options` (see `prepare_shared_tokenizer`);
     either way a tokenizer folder from another run is refused. Where the recipe truncates sources
     (`RunSettings.TRUNCATION`), the limit is its `model_max_length`, saved with every checkpoint and the final model,
-    where `hf-vanilla summarize` and the app read it (`decoding.recorded_input_limit`)."""
+    where `hf-vanilla summarize` and the app read it (`batch_decoding.recorded_input_limit`)."""
     settings, accelerator = run.settings, run.accelerator
     if settings.init_from is None:
         run.tokenizer = prepare_shared_tokenizer(

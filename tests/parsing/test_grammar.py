@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from hf_vanilla.batch_decoding import generate_texts
 from hf_vanilla.beam_search_vanilla import sentence_rows
-from hf_vanilla.decoding import generate_texts
 from hf_vanilla.parsing import PLACEHOLDER, linearize_leaves, needed_repair, parse_tree, tree_from_output, tree_words
 from hf_vanilla.parsing.grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
 from hf_vanilla.tokenization import train_shared_bpe

@@ -1,0 +1,66 @@
+"""The one header every benchmark's record holds under `"environment"`: the machine (its CPU model, cores and GPU, if
+any), the Python, torch and transformers versions, the commit and the date.
+
+    {"machine": {"cpu_model": "AMD EPYC 9654 96-Core Processor", "processor": "x86_64", "cores": 2, "gpu": null},
+     "python": "3.11.9", "torch": "2.13.0", "transformers": "5.24.0", "commit": "8532d85...",
+     "date": "2026-11-29T00:30:00+00:00"}
+"""
+
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name as Linux reports it (/proc/cpuinfo's first `model name`), None where it does not."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return None
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name") and ":" in line]
+    return names[0] if names else None
+
+
+def gpu_name() -> str | None:
+    """The first CUDA device's name, None where torch sees none."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+def git_commit() -> str:
+    """This checkout's commit (`git rev-parse HEAD`), "unknown" outside a git checkout."""
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return result.stdout.strip() if result.returncode == 0 else "unknown"
+
+
+def machine() -> dict:
+    """The machine a benchmark ran on: speeds compare on one CPU model (or one GPU) only."""
+    return {
+        "cpu_model": cpu_model(),
+        "processor": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "gpu": gpu_name(),
+    }
+
+
+def environment(commit: str | None = None) -> dict:
+    """The record's header (the module's docstring shows one); `commit` in place of the checkout's where given."""
+    import torch
+    import transformers
+
+    return {
+        "machine": machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "commit": commit or git_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+    }
