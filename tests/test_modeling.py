@@ -544,10 +544,13 @@ def test_a_chunked_loss_computes_each_chunks_logits_once_forward_and_once_backwa
 
 
 def test_the_reversal_model_decodes_what_it_was_trained_for(reversal_model):
-    """The model the decoding tests compare: its greedy and beam decodings of unseen sources are their reversals."""
-    ids, mask, answers = reversal_batch(seed=7, rows=64)
-    assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=1) >= 0.9
-    assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4) >= 0.9
+    """The model the decoding tests compare: its greedy and beam decodings of unseen sources are their reversals.
+    The fixture stops training at 95% of its held-out rows right, whatever the machine's rounding: on 200 other rows
+    of the same kind, 85% is over 6 binomial standard deviations below that, so only broken decoding falls under it
+    (64 rows and 90% failed at 57 of 64 on one kernel path: sampling, not the model)."""
+    ids, mask, answers = reversal_batch(seed=7, rows=200)
+    assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=1) >= 0.85
+    assert reversal_accuracy(reversal_model, ids, mask, answers, num_beams=4) >= 0.85
 
 
 def model_sums(model) -> dict[str, int]:
