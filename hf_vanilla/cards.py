@@ -13,6 +13,7 @@ from transformers import GenerationConfig
 
 from .configuration_vanilla import VanillaTransformerConfig
 from .data.summaries import HUB_SUMMARIES
+from .decoding_settings import DECODING
 from .evaluation.rouge import MULTI_REFERENCE_RULE, figure_names
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -228,6 +229,7 @@ def render_model_card(
             if full_wsj
             else "NLTK's 10% sample: files 0001-0159 train, 0160-0179 development, 0180-0199 test",
             repaired_percent=round(100 * results["repaired_share"], 1),
+            paper_changes=_parsing_changes(results, config, generation),
             tree_grammar=results.get("tree_grammar", False),  # runs before the grammar existed decoded freely
             example="The cat sat on the mat .",
             limits="Input must be tokenized as the Penn Treebank is (punctuation split off, `n't` separate). "
@@ -267,7 +269,8 @@ REPRODUCIBILITY = (
     "These are one run's figures. The same command and seed give them again on the same machine and software, a run "
     "killed and resumed included; on another processor or thread count float32 sums run in another order, the small "
     "differences grow over training, and the figures move (hf_vanilla's CPU demos, the same command and seed on the "
-    "machines and thread counts seen: parsing F1 49.0-52.5, sacreBLEU 22.1-22.7; docs/corpora.md in the repository)."
+    "machines and thread counts seen: sacreBLEU 22.1-22.7, parsing F1 49.0-52.5 under the parsing demo's former "
+    "preset; docs/corpora.md in the repository)."
 )
 
 
@@ -386,6 +389,39 @@ def _start_text(config: VanillaTransformerConfig) -> str:
     names = {config.bos_token_id: "<s>", config.eos_token_id: "</s>", config.pad_token_id: "<pad>"}
     start = names.get(config.decoder_start_token_id, f"token {config.decoder_start_token_id}")
     return f"{scheme}; embeddings N(0, d_model^-0.5); the decoder starts from `{start}`"
+
+
+def _parsing_changes(results: dict, config: VanillaTransformerConfig, generation: GenerationConfig) -> list[str]:
+    """What a parser's run changes from the paper's WSJ-only parser (section 6.3: 4 + 4 layers of width 1024, the
+    paper's learning rate, XX leaves as Vinyals et al., free beam-21 decoding with alpha 0.3 and + 300), a line
+    each."""
+    paper, training, changes = DECODING["parsing"], results["training_preset"], []
+    shape = (config.encoder_layers, config.decoder_layers, config.d_model)
+    if shape != (4, 4, 1024):
+        changes.append(f"{shape[0]} + {shape[1]} layers of width {shape[2]} instead of 4 + 4 of width 1024")
+    if config.tree_leaves != "placeholder":
+        leaves = "each word copied" if config.tree_leaves == "words" else "each word's POS tag"
+        changes.append(f"leaves written as {leaves} instead of the XX placeholder (`tree_leaves`)")
+    if training.get("lr_scale", 1.0) != 1.0:
+        changes.append(f"{training['lr_scale']} times the paper's learning rate")
+    if training.get("cooldown_steps"):
+        steps = training["cooldown_steps"]
+        changes.append(f"the learning rate taken linearly to zero over the last {steps} updates (`--cooldown-steps`)")
+    if results.get("subtree_substitution"):
+        changes.append(
+            f"{results['subtree_substitution']} new training tree(s) per tree by subtree substitution "
+            "(`--subtree-substitution`)"
+        )
+    if config.pointer_generator:
+        changes.append("the pointer-generator's copy mechanism (`--pointer-generator`)")
+    if results.get("tree_grammar"):
+        changes.append("decoded under the tree grammar instead of freely (`--no-tree-grammar` decodes freely)")
+    settings = [("num_beams", "beam")] + [("length_penalty", "length penalty alpha")] * (generation.num_beams > 1)
+    for name, flag in settings:  # greedy decoding has no length penalty
+        if getattr(generation, name) != paper[name]:
+            value, option = getattr(generation, name), name.replace("_", "-")
+            changes.append(f"{flag} {value} instead of {paper[name]} (`--{option}`)")
+    return changes
 
 
 def _best_text(results: dict) -> str:

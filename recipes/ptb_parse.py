@@ -6,15 +6,15 @@
         --treebank /data/ptb/parsed/mrg/wsj
 
 Trees -> (words, linearized tree) pairs -> the same tokenizer, batching, loop, checkpoints and averaging as the
-translation recipe -> beam 21, alpha 0.3, max input + 300, under the tree grammar (or freely: --no-tree-grammar) ->
-`delinearize` repair -> EVALB -> results.json and model card -> (optionally) the Hub.
+translation recipe -> beam 21, alpha 0.3 (the demo: 3.0), max input + 300, under the tree grammar (or freely, as the
+paper: --no-tree-grammar) -> `delinearize` repair -> EVALB -> results.json and model card -> (optionally) the Hub.
 """
 
 from dataclasses import dataclass, field
 
 import settings_first  # noqa: F401  (first: the flags below are read and checked before torch loads)
 
-from hf_vanilla.training.arguments import RunSettings
+from hf_vanilla.training.arguments import CopySettings
 from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.presets import PARSING_PRESETS
 
@@ -22,11 +22,11 @@ LANGUAGES = ("words", "tree")  # the two sides of each pair
 
 
 @dataclass
-class Arguments(RunSettings):
+class Arguments(CopySettings):
     preset: str = field(
         default="demo",
         metadata={
-            "help": "parsing (the paper), demo (NLTK's WSJ sample, 2 CPU cores, 12 minutes) or smoke (a one-minute "
+            "help": "parsing (the paper), demo (NLTK's WSJ sample, 2 CPU cores, about 13 minutes) or smoke (a one-minute "
             "try of every step on NLTK's sample)."
         },
     )
@@ -49,7 +49,16 @@ class Arguments(RunSettings):
             "`delinearize` repairs what comes out."
         },
     )
-    MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "tree_leaves")
+    subtree_substitution: float | None = field(
+        default=None,
+        metadata={
+            "help": "New training trees per training tree, each a training tree with one constituent swapped for one "
+            "of the same label from another tree (Shi et al., 2021; hf_vanilla.parsing.augmentation). Default: 0, "
+            "none (at the demo's updates it cost F1: docs/experiments.md)."
+        },
+    )
+    MODEL_CONFIG = (*CopySettings.MODEL_CONFIG, "tree_leaves")
+    AT_LEAST = {**CopySettings.AT_LEAST, "subtree_substitution": 0}
     METRICS = {"f1": "valid_evalb_f1"}
 
 
@@ -61,6 +70,20 @@ def as_pairs(trees: list[str], leaves: str):
 
     pairs = [{"words": " ".join(tree_words(t)), "tree": linearize_leaves(t, leaves)} for t in trees]
     return Dataset.from_dict({"translation": pairs, "gold": trees})
+
+
+def with_substituted_trees(train, per_tree: float, seed: int, leaves: str):
+    """`train` and, after it, round(per_tree * len(train)) new pairs made from its gold trees by subtree
+    substitution (`substituted_trees`, seeded by the run's seed)."""
+    import logging
+
+    from datasets import concatenate_datasets
+
+    from hf_vanilla.parsing.augmentation import substituted_trees
+
+    new = substituted_trees(train["gold"], round(per_tree * len(train)), seed)
+    logging.getLogger(__name__).info(f"--subtree-substitution {per_tree}: {len(new):,} new training trees")
+    return concatenate_datasets([train, as_pairs(new, leaves)])
 
 
 def main(args: Arguments) -> dict:
@@ -88,6 +111,8 @@ def main(args: Arguments) -> dict:
         raise PreflightError(str(error)) from error
     corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items() if trees})
     check_before_training(run, corpus, settings.treebank, "--treebank")
+    if settings.subtree_substitution and not settings.eval_only:
+        corpus["train"] = with_substituted_trees(corpus["train"], settings.subtree_substitution, settings.seed, leaves)
 
     # Tokenizer: treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
     tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, settings.treebank, BpeOptions(whitespace_only=True))
@@ -113,6 +138,8 @@ def main(args: Arguments) -> dict:
         "treebank": settings.treebank,
         "tree_leaves": leaves,
         "tree_grammar": settings.tree_grammar,
+        "pointer_generator": run.model.config.pointer_generator,
+        "subtree_substitution": settings.subtree_substitution or 0,
     }
     return train_and_evaluate(run, corpus, LANGUAGES, validation_f1, evaluate, extra, finish)
 

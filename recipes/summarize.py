@@ -27,7 +27,7 @@ import settings_first  # noqa: F401  (first: the flags below are read and checke
 from hf_vanilla.decoding_settings import least_values
 from hf_vanilla.hub_reach import SUMMARIES_OFFLINE
 from hf_vanilla.model_paths import is_local_path
-from hf_vanilla.training.arguments import RunSettings, decoding_setting, setting
+from hf_vanilla.training.arguments import CopySettings, RunSettings, decoding_setting, setting
 from hf_vanilla.training.flags import parse_settings
 from hf_vanilla.training.preflight import PreflightError
 from hf_vanilla.training.presets import SUMMARIZATION_PRESETS
@@ -43,7 +43,7 @@ ROUGE_FIGURES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
 @dataclass
-class Arguments(RunSettings):
+class Arguments(CopySettings):
     preset: str = setting(
         "summarization (Transformer-base, a GPU), small (small corpora such as AESLC, a GPU), demo (AESLC, 2 CPU "
         "cores), smoke (a one-minute try of every step on AESLC) or tiny (tests).",
@@ -60,18 +60,6 @@ class Arguments(RunSettings):
     test_file: str | None = setting("The test split of a --dataset file.")
     max_source_tokens: int | None = setting("Documents are cut to this many tokens (</s> counted).")
     max_target_tokens: int | None = setting("Summaries are cut to this many tokens in training (</s> counted).")
-    pointer_generator: bool | None = setting(
-        "The copy mechanism of pointer-generator networks (--no-pointer-generator: the plain Transformer). Default: "
-        "the preset's model size's (every summarization preset's size copies)."
-    )
-    pointer_smoothing: str | None = setting(
-        "What label smoothing spreads its epsilon over in a pointer-generator: mixture (the final distribution) or "
-        "vocabulary (the vocabulary softmax only, which leaves p_gen to the targets). Default: the preset's."
-    )
-    force_copy: bool | None = setting(
-        "A target token that its source holds is learnt by copying it only (OpenNMT-py's -copy_attn_force). "
-        "Default: the preset's."
-    )
     whole_word_copy: bool | None = setting(
         "A pointer-generator copies a piece that continues a word only right after the source token before it, so "
         "that copied words are whole, never spliced from pieces of two words (--no-whole-word-copy: any piece from "
@@ -86,7 +74,6 @@ class Arguments(RunSettings):
     no_stutter_span_size: int | None = decoding_setting("no_stutter_span_size", "summarization")
     min_new_tokens: int | None = decoding_setting("min_new_tokens", "summarization")
     max_new_tokens: int | None = decoding_setting("max_new_tokens", "summarization")
-    MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator", "pointer_smoothing", "force_copy")
     GENERATION_CONFIG = (
         *RunSettings.GENERATION_CONFIG,
         "no_repeat_ngram_size",

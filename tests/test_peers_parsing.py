@@ -98,7 +98,8 @@ def test_the_settings_are_the_demo_preset_s_with_and_without_the_grammar():
     assert (grammar["treebank"], grammar["max_length"], grammar["lr_scale"]) == ("nltk", None, 0.25)
     assert grammar["peak_lr"] == pytest.approx(0.25 * 128**-0.5 * 400**-0.5)
     decoding = [grammar[k] for k in ("num_beams", "length_penalty", "length_penalty_style", "max_length_offset")]
-    assert decoding == [21, 0.3, "gnmt", 300]
+    assert decoding == [21, 3.0, "gnmt", 300]  # the demo's alpha under the grammar; decoding freely, the paper's
+    assert free["length_penalty"] == 0.3 and grammar["cooldown_steps"] == free["cooldown_steps"] == 600
     short = parsing_task.parsing_settings(max_steps=20, save_every=10, eval_every=10)
     assert (short["max_steps"], short["save_every"], short["eval_every"]) == (20, 10, 10)
     with pytest.raises(ValueError, match="not overridable"):
@@ -117,7 +118,7 @@ def test_every_row_s_flag_is_passed_with_its_value(grammar, tmp_path):
     assert fairseq_runner.fairseq_table(s) == rows
     given = dict(zip(train, train[1:]))
     assert (given["--arch"], given["--max-tokens"], given["--max-update"], given["--seed"]) == (
-        "transformer", "2000", "2400", "2"
+        "transformer", "2000", "3000", "2"
     )  # fmt: skip
     assert (given["--encoder-layers"], given["--decoder-embed-dim"], given["--label-smoothing"]) == ("3", "128", "0.1")
     assert (given["--save-interval-updates"], given["--keep-interval-updates"], given["--lr"]) == (
@@ -125,7 +126,7 @@ def test_every_row_s_flag_is_passed_with_its_value(grammar, tmp_path):
     )  # fmt: skip
     assert "--share-all-embeddings" in train and "--user-dir" not in train
     assert dict(zip(generate[::2], generate[1::2])) == {
-        "--beam": "21", "--lenpen": "0.3", "--max-len-a": "1", "--max-len-b": "299", "--max-tokens": "4000",
+        "--beam": "21", "--lenpen": "3.0" if grammar else "0.3", "--max-len-a": "1", "--max-len-b": "299", "--max-tokens": "4000",
         "--batch-size": "36", "--required-batch-size-multiple": "1",  # 768 beam rows at beam 21
     }  # fmt: skip
     unmatched = common_settings.render(rows, "fairseq").splitlines()[-1]

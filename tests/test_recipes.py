@@ -115,6 +115,37 @@ def test_a_parser_warm_start_writes_trees_with_its_models_own_leaves(parse_run):
         ptb_parse.main(refused)
 
 
+def test_the_parsers_copy_and_substitution_flags_reach_its_model_and_its_training_pairs():
+    from hf_vanilla.parsing import linearize_leaves, tree_words
+
+    ptb_parse = recipe("ptb_parse")
+
+    def config(**flags):
+        return run_config(resolve(ptb_parse.Arguments(preset="demo", **flags), PARSING_PRESETS), "parsing")
+
+    assert not config().pointer_generator
+    # Under the grammar the demo's beam keeps brackets with alpha 3.0; decoding freely is the paper's decoding whole.
+    assert resolve(ptb_parse.Arguments(preset="demo"), PARSING_PRESETS).decoding == {"length_penalty": 3.0}
+    assert resolve(ptb_parse.Arguments(preset="demo", tree_grammar=False), PARSING_PRESETS).decoding == {}
+    free = resolve(ptb_parse.Arguments(preset="demo", tree_grammar=False, length_penalty=1.0), PARSING_PRESETS)
+    assert free.decoding == {"length_penalty": 1.0}
+    copying = config(pointer_generator=True, force_copy=True)
+    assert copying.pointer_generator and copying.force_copy and copying.tree_leaves == "words"
+    with pytest.raises(PreflightError, match="--subtree-substitution must not be negative, got -0.5"):
+        resolve(ptb_parse.Arguments(preset="demo", subtree_substitution=-0.5), PARSING_PRESETS)
+    trees = [
+        "(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))",
+        "(S (NP (PRP She)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .))",
+        "(S (NP (NNS Prices)) (VP (VBD fell)) (. .))",
+    ]
+    train = ptb_parse.as_pairs(trees, "words")
+    more = ptb_parse.with_substituted_trees(train, 1.0, seed=1, leaves="words")
+    assert len(more) == 6 and more[:3] == train[:]
+    for pair, gold in zip(more["translation"][3:], more["gold"][3:]):
+        assert gold not in trees
+        assert pair == {"words": " ".join(tree_words(gold)), "tree": linearize_leaves(gold, "words")}
+
+
 def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run):
     output_dir, results = parse_run
     assert {"evalb_f1", "evalb_precision", "evalb_recall", "evalb_exact_match", "repaired_share"} <= set(results)

@@ -4,8 +4,8 @@ The paper decodes parsers freely and the recipe repairs what comes out (`delinea
 hypothesis of the beam is a tree prefix instead: brackets are balanced, closing brackets carry the label of the
 bracket they close, every constituent holds a word, and the leaves are the input words in order (copied words, XX
 placeholders, or any one whole token for POS tags, as the model's `config.tree_leaves`). At the position of a new
-leaf, the probability the model gives to all non-bracket tokens together goes to the right leaf: the model decides
-whether a word comes next, the grammar which one.
+leaf, the probability the model gives to all non-bracket tokens together goes to the right leaf, and the leaf's later
+pieces have probability 1: the model decides whether a word comes next, the grammar which one.
 """
 
 import copy
@@ -126,7 +126,8 @@ class _Prefixes:
 
 class TreeGrammarLogitsProcessor(LogitsProcessor):
     """Masks every token that would break the tree grammar for `sentences` (one per input row, or per `num_beams`
-    consecutive rows under beam search), and gives a new leaf's first token the log-sum of all leaf tokens' scores.
+    consecutive rows under beam search), gives a new leaf's first token the log-sum of all leaf tokens' scores and its
+    later pieces 0 (the scores are log-probabilities, as beam search hands them over).
     `vocabulary` is `TreeVocabulary.of(tokenizer)`, read here when not given. Each step reads the rows' prefixes with
     tensor operations over the whole batch (`_Prefixes`): a beam of 21 has thousands of rows."""
 
@@ -192,7 +193,10 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
         leaf = free & (word < words)
         allow(rows[~open_], torch.tensor(vocabulary.eos_token_id))
         if next_piece is not None:
-            allow(rows[mid_word | leaf], next_piece[mid_word | leaf])
+            allow(rows[leaf], next_piece[leaf])
+            # A word's later pieces are the grammar's choice, not the model's: log-probability 0, so that a miscopied
+            # piece does not weigh on the brackets around it.
+            processed[rows[mid_word].to(device), next_piece[mid_word].to(device)] = 0.0
         elif leaf.any():  # any tag token
             leaf_rows = rows[leaf].to(device)
             tags = vocabulary.tag_tokens.to(device)

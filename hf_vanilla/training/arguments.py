@@ -58,7 +58,7 @@ class RunSettings:
         **dict.fromkeys(("max_train_samples", "d_model", "encoder_layers", "decoder_layers"), 1),
         **dict.fromkeys(("num_attention_heads", "d_ff", "max_source_length", "max_target_length"), 1),
         **dict.fromkeys(("eval_every", "eval_metric_sentences", "loss_chunk_tokens", "eval_sentences"), 0),
-        **dict.fromkeys(("max_source_words", "max_train_source_words"), 0),
+        **dict.fromkeys(("max_source_words", "max_train_source_words", "cooldown_steps"), 0),
         "patience": 0,
     }
     # The fields (source side, target side) whose values cut longer sequences to that many tokens, </s> kept, in every
@@ -133,6 +133,11 @@ class RunSettings:
     lr_scale: float | None = setting("Factor on the paper's learning rate d_model^-0.5 * min(n^-0.5, n w^-1.5).")
     learning_rate: float | None = setting("Peak learning rate (at the end of warmup); sets --lr-scale instead.")
     warmup_steps: int | None = setting("Warmup updates w (the paper: 4,000).")
+    cooldown_steps: int | None = setting(
+        "The learning rate falls linearly to zero over the last K of --max-steps updates, after the paper's schedule "
+        "(0: the paper's schedule to the end). Default: the preset's, cut to a shorter run's updates (none for "
+        "--max-train-minutes alone), else 0."
+    )
     adam_betas: str | None = setting("Adam's beta1,beta2 (the paper: 0.9,0.98; fairseq's '(0.9, 0.98)' is read too).")
     adam_eps: float | None = setting("Adam's epsilon (the paper: 1e-9).")
     dropout: float | None = setting("P_drop on sub-layer outputs and embeddings.")
@@ -318,6 +323,7 @@ DEFAULTS = dict(
     adam_betas="0.9,0.98",  # the paper's Adam (section 5.3)
     adam_eps=1e-9,
     decoder_start="bos",
+    cooldown_steps=0,
 )
 DECODER_STARTS = ("bos", "eos")
 FINAL_MODELS = ("average", "best")
@@ -380,7 +386,7 @@ def parse_betas(text: str) -> tuple[float, float]:
 
 
 def optimizer_problems(settings: RunSettings) -> list[str]:
-    """What is wrong with --adam-betas and --adam-eps (each one line)."""
+    """What is wrong with --adam-betas, --adam-eps and --cooldown-steps (each one line)."""
     problems = []
     try:
         parse_betas(settings.adam_betas)
@@ -388,7 +394,31 @@ def optimizer_problems(settings: RunSettings) -> list[str]:
         problems.append(str(error))
     if not settings.adam_eps > 0:
         problems.append(f"--adam-eps must be positive, got {settings.adam_eps}")
+    if settings.cooldown_steps and settings.max_steps is None:
+        problems.append("--cooldown-steps ends at --max-steps: give --max-steps, not --max-train-minutes alone")
+    elif settings.cooldown_steps and settings.cooldown_steps > settings.max_steps:
+        problems.append(f"--cooldown-steps {settings.cooldown_steps} is more than --max-steps {settings.max_steps}")
     return problems
+
+
+@dataclass
+class CopySettings(RunSettings):
+    """The copy mechanism's flags, for a recipe whose targets repeat their sources' tokens (summaries, trees over the
+    input words): `None` is the preset's model size's."""
+
+    pointer_generator: bool | None = setting(
+        "The copy mechanism of pointer-generator networks (--no-pointer-generator: the plain Transformer). Default: "
+        "the preset's model size's."
+    )
+    pointer_smoothing: str | None = setting(
+        "What label smoothing spreads its epsilon over in a pointer-generator: mixture (the final distribution) or "
+        "vocabulary (the vocabulary softmax only, which leaves p_gen to the targets). Default: the preset's."
+    )
+    force_copy: bool | None = setting(
+        "A target token that its source holds is learnt by copying it only (OpenNMT-py's -copy_attn_force). "
+        "Default: the preset's."
+    )
+    MODEL_CONFIG = (*RunSettings.MODEL_CONFIG, "pointer_generator", "pointer_smoothing", "force_copy")
 
 
 def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
@@ -429,6 +459,8 @@ def resolve(args: Settings, presets: dict[str, dict]) -> Settings:
     for name, value in DEFAULTS.items():
         if getattr(settings, name) is None:
             setattr(settings, name, value)
+    if args.cooldown_steps is None:  # the preset's cooldown fits the run: all of a shorter run, none of a timed one
+        settings.cooldown_steps = min(settings.cooldown_steps, settings.max_steps or 0)
     problems = [f"preset {args.preset!r} gives no {name}" for name in REQUIRED if getattr(settings, name) is None]
     problems += best_checkpoint_problems(settings) + optimizer_problems(settings)
     if args.init_from is not None:

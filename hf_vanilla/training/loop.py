@@ -151,7 +151,14 @@ class TrainingLoop:
             model.to(accelerator.device).parameters(), settings.betas, settings.adam_eps, fused=fused
         )
         # Not passed to prepare(): Accelerate would step it once per process, and the schedule counts updates.
-        self.scheduler = paper_scheduler(optimizer, model.config.d_model, settings.warmup_steps, settings.lr_scale)
+        self.scheduler = paper_scheduler(
+            optimizer,
+            model.config.d_model,
+            settings.warmup_steps,
+            settings.lr_scale,
+            settings.max_steps,
+            settings.cooldown_steps,
+        )
         self.pad_token_id = model.config.pad_token_id  # the tokenizer's (`new_model`, or --init-from's own)
         self.model, self.optimizer = accelerator.prepare(model, optimizer)  # compiles the model under a dynamo backend
         self.trainable = Trainable(self.model, self.optimizer, self.scheduler)

@@ -29,6 +29,26 @@ def paper_optimizer(
     return torch.optim.Adam(parameters, lr=1.0, betas=betas, eps=eps, fused=fused)
 
 
-def paper_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int, scale: float = 1.0) -> LambdaLR:
-    """Sets the learning rate of update n (n = 1, 2, ...) to `inverse_sqrt_lr(n)`."""
-    return LambdaLR(optimizer, lambda index: inverse_sqrt_lr(index + 1, d_model, warmup_steps, scale))
+def cooldown_factor(step: int, max_steps: int | None, cooldown_steps: int) -> float:
+    """1 until the last `cooldown_steps` of `max_steps` updates, then falling linearly: (max_steps - step + 1) /
+    cooldown_steps at update `step` (1-based), 1 / cooldown_steps at the last."""
+    if not cooldown_steps or max_steps is None:
+        return 1.0
+    return min(1.0, max(max_steps - step + 1, 0) / cooldown_steps)
+
+
+def paper_scheduler(
+    optimizer: torch.optim.Optimizer,
+    d_model: int,
+    warmup_steps: int,
+    scale: float = 1.0,
+    max_steps: int | None = None,
+    cooldown_steps: int = 0,
+) -> LambdaLR:
+    """Sets the learning rate of update n (n = 1, 2, ...) to `inverse_sqrt_lr(n)`, times `cooldown_factor(n)`."""
+
+    def rate(index: int) -> float:
+        step = index + 1
+        return inverse_sqrt_lr(step, d_model, warmup_steps, scale) * cooldown_factor(step, max_steps, cooldown_steps)
+
+    return LambdaLR(optimizer, rate)

@@ -9,7 +9,7 @@ from hf_vanilla.parsing import PLACEHOLDER, linearize_leaves, needed_repair, par
 from hf_vanilla.parsing.grammar import MAX_OPENED_IN_A_ROW, TreeGrammarLogitsProcessor, tree_grammar_for
 from hf_vanilla.tokenization import train_shared_bpe
 
-from reference_grammar import allowed_tokens
+from reference_grammar import allowed_tokens, grammar_state
 from runs import tiny_model
 from tolerances import assert_close_up_to_rounding
 
@@ -200,6 +200,10 @@ def test_the_batched_grammar_allows_what_a_one_token_at_a_time_state_machine_all
             if leaf is not None:
                 expected = torch.logsumexp(scores[row, vocabulary.leaf_tokens], dim=0)
                 assert_close_up_to_rounding(processed[row, leaf], expected, depth=2, width=len(tokenizer))
+            if pieces[s] is not None:
+                _, word, piece, _ = grammar_state(row_ids[1:], vocabulary, pieces[s], len(pieces[s]))
+                if piece:  # a word's later piece: the grammar's, probability 1
+                    assert processed[row, pieces[s][word][piece]] == 0.0, row_ids
         # A sentence's beams swap places, as beam search reorders them, then each takes a token it is allowed.
         order = torch.cat(
             [s * num_beams + torch.randperm(num_beams, generator=generator) for s in range(len(SENTENCES))]

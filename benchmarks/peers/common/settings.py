@@ -53,7 +53,7 @@ def resolved_training(run, model: VanillaTransformerConfig) -> dict:
     validation settings, with its model's (`run_config`) initialisation, as summarization's and parsing's tables read
     them."""
     names = ("vocab_size", "adam_eps", "warmup_steps", "lr_scale", "tokens_per_step", "max_steps", "save_every")
-    names += ("keep_last", "average_last", "eval_every", "decoder_start")
+    names += ("keep_last", "average_last", "eval_every", "decoder_start", "cooldown_steps")
     return {
         **{name: getattr(run, name) for name in names},
         "init_scheme": model.init_scheme,

@@ -68,6 +68,8 @@ def training_rows(s: dict) -> list[Row]:
     """The optimiser, its schedule, the batches, checkpoints, validation, averaging and initialisation."""
     betas = f"({s['adam_betas'][0]}, {s['adam_betas'][1]})"
     schedule = f"{s['lr_scale']} * d^-0.5 * min(n^-0.5, n w^-1.5), peak {s['peak_lr']:.6g}"
+    cooldown = s.get("cooldown_steps")
+    schedule += f", then linearly to 0 over the last {cooldown} updates" if cooldown else ""
     return [
         Row("Adam betas", betas, f"--optimizer adam --adam-betas '{betas}'"),
         Row("Adam eps", str(s["adam_eps"]), f"--adam-eps {s['adam_eps']}"),
@@ -78,7 +80,7 @@ def training_rows(s: dict) -> list[Row]:
             f"--lr-scheduler inverse_sqrt --lr {peer_rate(s)[1]:.6g} --warmup-init-lr 0 "
             f"--warmup-updates {s['warmup_steps']}",
             "the same curve (linear to the peak, then peak * sqrt(w/n)), but fairseq's update n uses the rate of "
-            "n-1 (its first update runs at lr 0)",
+            "n-1 (its first update runs at lr 0)" + ("; inverse_sqrt has no cooldown" if cooldown else ""),
             matched=False,
         ),
         Row(
