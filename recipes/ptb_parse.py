@@ -26,8 +26,8 @@ class Arguments(CopySettings):
     preset: str = field(
         default="demo",
         metadata={
-            "help": "parsing (the paper), demo (NLTK's WSJ sample, 2 CPU cores, about 13 minutes) or smoke (a one-minute "
-            "try of every step on NLTK's sample)."
+            "help": "parsing (the paper), demo (NLTK's WSJ sample, 2 CPU cores, about 13 minutes) or smoke (a "
+            "one-minute try of every step on NLTK's sample)."
         },
     )
     treebank: str = field(

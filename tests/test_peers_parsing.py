@@ -126,8 +126,8 @@ def test_every_row_s_flag_is_passed_with_its_value(grammar, tmp_path):
     )  # fmt: skip
     assert "--share-all-embeddings" in train and "--user-dir" not in train
     assert dict(zip(generate[::2], generate[1::2])) == {
-        "--beam": "21", "--lenpen": "3.0" if grammar else "0.3", "--max-len-a": "1", "--max-len-b": "299", "--max-tokens": "4000",
-        "--batch-size": "36", "--required-batch-size-multiple": "1",  # 768 beam rows at beam 21
+        "--beam": "21", "--lenpen": "3.0" if grammar else "0.3", "--max-len-a": "1", "--max-len-b": "299",
+        "--max-tokens": "4000", "--batch-size": "36", "--required-batch-size-multiple": "1",  # 768 beam rows, beam 21
     }  # fmt: skip
     unmatched = common_settings.render(rows, "fairseq").splitlines()[-1]
     tree = "tree grammar, " if grammar else ""

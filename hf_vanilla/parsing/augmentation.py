@@ -47,7 +47,8 @@ def substituted_trees(trees: list[str], count: int, seed: int, max_words: int | 
     for number, tree_spans in enumerate(spans):
         for _, node in tree_spans:
             by_label[node.label].append((number, node))
-    candidates = [n for n, tree_spans in enumerate(spans) if any(len(by_label[s.label]) > 1 for _, s in tree_spans)]
+    trees_of = {label: {number for number, _ in found} for label, found in by_label.items()}
+    candidates = [n for n, tree_spans in enumerate(spans) if any(len(trees_of[s.label]) > 1 for _, s in tree_spans)]
     if count and not candidates:
         raise ValueError("no constituent label is shared by two trees: nothing to substitute")
     rng, seen, made = random.Random(seed), set(trees), []

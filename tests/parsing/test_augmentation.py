@@ -66,6 +66,8 @@ def test_the_draws_follow_the_seed_and_respect_the_word_limit():
 def test_a_set_that_shares_no_label_is_an_error_and_zero_trees_is_none():
     with pytest.raises(ValueError, match="no constituent label is shared"):
         substituted_trees(["(S (NP (NN a)))", "(FRAG (ADJP (JJ b)))"], 1, seed=0)
+    with pytest.raises(ValueError, match="no constituent label is shared"):  # two NPs, but of one tree
+        substituted_trees(["(S (NP (NN a)) (VP (VB b) (NP (NN c))))", "(FRAG (ADJP (JJ d)))"], 1, seed=0)
     assert substituted_trees(TREES, 0, seed=0) == []
     with pytest.raises(ValueError, match="at least 0"):
         substituted_trees(TREES, -1, seed=0)
