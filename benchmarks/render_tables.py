@@ -1,13 +1,15 @@
-"""docs/benchmarks.md's measured figures, rendered from the records under benchmarks/results/.
+"""docs/benchmarks.md's measured figures, and the README's summary of its verdict tables, rendered from the records
+under benchmarks/results/.
 
-    python -m benchmarks.render_tables           # rewrite the page's record blocks from the records
-    python -m benchmarks.render_tables --check   # exit 1, naming the blocks, where the page and the records differ
+    python -m benchmarks.render_tables           # rewrite the pages' record blocks from the records
+    python -m benchmarks.render_tables --check   # exit 1, naming the blocks, where a page and the records differ
 
-Each block of the page sits between `<!-- record: NAME -->` and `<!-- /record -->`; NAME is one of `BLOCKS`, which
-names the record(s) it is read from. Everything between the two comments is rewritten: a figure is changed by
-recording a new run (the command each block names), never by hand. tests/test_docs.py checks that the page equals
-its rendering and that no table of the page stands outside a block. Every block names the machine its records ran
-on, read by `machine` alone: records of different dates wrote their headers differently.
+Each block of a page sits between `<!-- record: NAME -->` and `<!-- /record -->`; NAME is one of `BLOCKS` on
+docs/benchmarks.md, of `README_BLOCKS` on the README, which name the record(s) each is read from. Everything between
+the two comments is rewritten: a figure is changed by recording a new run (the command each block names), never by
+hand. tests/test_docs.py checks that each page equals its rendering and that no table of a page stands outside a
+block. Every block names the machine its records ran on, read by `machine` alone: records of different dates wrote
+their headers differently.
 """
 
 import argparse
@@ -23,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PAGE = ROOT / "docs" / "benchmarks.md"
+README = ROOT / "README.md"
 BLOCK = re.compile(r"(<!-- record: ([\w-]+) -->\n)(.*?)(<!-- /record -->)", re.DOTALL)
 
 MARIAN_RECORD = "2026-11-23-cpu.json"
@@ -191,7 +194,8 @@ def engine_bleu_block() -> str:
     )
 
 
-# The peers' records (`python -m benchmarks.peers`): one verdict table a task.
+# The peers' records (`python -m benchmarks.peers`): one verdict table a task on docs/benchmarks.md, and their summary,
+# a line a task, on the README.
 PEER_METRICS = {"sacrebleu": "sacreBLEU", "rouge1": "ROUGE-1", "f1": "EVALB F1"}
 # A machine's speed reference: the first of these systems with an idle run of the task there (hf_vanilla-normal-init
 # is the translation recipe as it ran before 2026-11-28: the same work a step, another initial draw).
@@ -206,12 +210,95 @@ HF_VANILLA_VARIANTS = {
     "hf_vanilla-no-copy": "the recipe without its copy mechanism (`--no-pointer-generator`)",
     "hf_vanilla-no-grammar": "the recipe decoding freely, then repairing (`--no-tree-grammar`)",
 }
+# The toolkit of a system, by its name's start (`sockeye-post-norm` is Sockeye's), as the pages name it; the README's
+# summary has a column for each peer of `README_PEERS`.
+TOOLKITS = {
+    "hf_vanilla": "hf_vanilla",
+    "fairseq": "fairseq",
+    "opennmt-py": "OpenNMT-py",
+    "sockeye": "Sockeye",
+    "supar": "supar",
+}
+README_PEERS = ("fairseq", "opennmt-py", "sockeye")
+# A task's trivial baseline, by its record (`python -m benchmarks.lead_baseline`): a row whose seeds never beat it is
+# not a measurement of its toolkit (issue 63).
+TRIVIAL_BASELINES = {"summarization": "lead-baseline-summarization.json"}
+# The rows issue 63 asks of each task: at least `SEEDS_OWED` seeds each, each run alone, on today's machine at today's
+# preset; a verdict table names those still owed.
+REQUIRED = {
+    "translation": ("hf_vanilla", "fairseq", "opennmt-py", "sockeye"),
+    "summarization": (
+        "hf_vanilla", "hf_vanilla-no-copy", "fairseq", "fairseq-no-copy", "opennmt-py", "opennmt-py-no-copy"
+    ),
+    "parsing": ("hf_vanilla", "hf_vanilla-no-grammar", "fairseq"),
+}  # fmt: skip
+SEEDS_OWED = 3
+# Today's presets of each task's recipe (`hf_vanilla.training.presets`), and the settings of a record compared with
+# its preset's: a record whose budget differs ran a former preset, and its row says so.
+PRESETS = {"translation": "WMT_PRESETS", "summarization": "SUMMARIZATION_PRESETS", "parsing": "PARSING_PRESETS"}
+BUDGET = {
+    "max_steps": "{:,} updates",
+    "tokens_per_step": "{:,} tokens an update",
+    "warmup_steps": "{:,} warm-up updates",
+    "vocab_size": "{:,} pieces",
+}
+DATE = re.compile(r"\d{4}-\d\d-\d\d")
 
 
-def peer_records(task: str) -> list[dict]:
-    """Every full peer run's record of `task` (`peers-TASK-*.json`; a `short_check` run is no figure)."""
-    records = [json.loads(path.read_text()) for path in sorted(RESULTS.glob(f"peers-{task}-*.json"))]
+def peer_records(task: str = "*") -> list[dict]:
+    """Every full peer run's record of `task` (`peers-TASK-*.json`; every task's by default; a `short_check` run is no
+    figure), each with the name of its file under `record_file`."""
+    paths = sorted(RESULTS.glob(f"peers-{task}-*.json"))
+    records = [json.loads(path.read_text()) | {"record_file": path.name} for path in paths]
     return [r for r in records if not r.get("short_check")]
+
+
+def record_date(run: dict) -> str:
+    """The day a record was written: its header's date, else the one in its file's name; "" where neither says."""
+    found = DATE.search(run.get("environment", {}).get("date") or run.get("record_file", ""))
+    return found.group(0) if found else ""
+
+
+def todays_machine() -> str | None:
+    """The machine of today's presets: that of the newest peer record of any task (of one day, a record that names its
+    CPU model is the newer: records predating the field do not); None where no run is recorded."""
+    records = peer_records()
+    if not records:
+        return None
+    return machine(max(records, key=lambda r: (record_date(r), "(model not recorded)" not in machine(r))))
+
+
+def todays_preset(task: str, name: str | None) -> dict:
+    """The recipe's preset `name` of `task` as the code holds it today ({} where there is none)."""
+    from hf_vanilla.training import presets
+
+    return getattr(presets, PRESETS[task]).get(name, {}) if name else {}
+
+
+def former_preset(task: str, run: dict) -> str:
+    """What a record's budget was (`BUDGET`) where it is not its recipe's preset's of today, as its row says it:
+    `2,400 updates: a former preset`; "" where it is."""
+    settings = run.get("resolved_settings", {})
+    preset = todays_preset(task, settings.get("preset"))
+    changed = [name for name in BUDGET if name in settings and name in preset and settings[name] != preset[name]]
+    return ", ".join(BUDGET[name].format(settings[name]) for name in changed) + ": a former preset" if changed else ""
+
+
+def trivial_baseline(task: str) -> dict | None:
+    """The record of `task`'s trivial baseline (`TRIVIAL_BASELINES`), None where the task has none."""
+    name = TRIVIAL_BASELINES.get(task)
+    return record(name) | {"record_file": name} if name and (RESULTS / name).exists() else None
+
+
+def under_baseline(task: str, runs: list[dict]) -> bool:
+    """Whether no run of `runs` beats `task`'s trivial baseline."""
+    baseline = trivial_baseline(task)
+    return bool(baseline) and max(r["quality"]["value"] for r in runs) <= baseline["quality"]["value"]
+
+
+def toolkit(system: str) -> str:
+    """The toolkit a system is run with, as the pages name it (`TOOLKITS`)."""
+    return next((name for start, name in TOOLKITS.items() if system.startswith(start)), system)
 
 
 def seeds(runs: list[dict]) -> str:
@@ -258,7 +345,7 @@ def unmatched(system: str, runs: list[dict]) -> str:
     table names them; an hf_vanilla variant's own difference."""
     if system.startswith("hf_vanilla"):
         return HF_VANILLA_VARIANTS.get(system.split(" ")[0], "–")
-    newest = max(runs, key=lambda r: r.get("date", ""))
+    newest = max(runs, key=record_date)
     return ", ".join(row["setting"] for row in newest.get("settings", []) if not row.get("matched", True)) or "–"
 
 
@@ -268,42 +355,178 @@ def system_name(run: dict) -> str:
     return run["system"] + (f" (lr_scale {scale:g})" if scale else "")
 
 
+Key = tuple[str, str, str]  # a verdict row: its machine, its system (`system_name`) and its preset (`former_preset`)
+
+
+def verdict_groups(task: str) -> dict[Key, list[dict]]:
+    """`task`'s full runs, a list a row (`Key`): today's machine first, then the one with the most runs; on each,
+    hf_vanilla's rows first, each system at today's preset before a former one."""
+    records = peer_records(task)
+    today, counts = todays_machine(), Counter(machine(r) for r in records)
+    order = sorted(counts, key=lambda name: (name != today, -counts[name]))
+    groups: dict[Key, list[dict]] = {}
+    keyed = [((machine(r), system_name(r), former_preset(task, r)), r) for r in records]
+    for key, r in sorted(keyed, key=lambda pair: (order.index(pair[0][0]), not pair[0][1].startswith("hf_vanilla"),
+                                                  pair[0][1], pair[0][2] != "")):  # fmt: skip
+        groups.setdefault(key, []).append(r)
+    return groups
+
+
+def reference_of(groups: dict[Key, list[dict]], key: Key, timed: bool = True) -> tuple[str | None, list[dict]]:
+    """A row's reference: the first system of `SPEED_REFERENCES` with runs on the row's machine (idle ones where
+    `timed`), at the row's preset where it has some, else at another."""
+    where, _, preset = key
+    presets = [preset, *(p for (m, _, p) in groups if m == where and p != preset)]
+    for p in presets:
+        for name in SPEED_REFERENCES:
+            runs = groups.get((where, name, p), [])
+            if idle(runs) if timed else runs:
+                return name, runs
+    return None, []
+
+
+def quality_cell(task: str, runs: list[dict]) -> str:
+    """The row's quality over its seeds (`quality`), marked where no seed beats the task's trivial baseline."""
+    cell = quality([r["quality"]["value"] for r in runs])
+    if not under_baseline(task, runs):
+        return cell
+    baseline = trivial_baseline(task)
+    return (
+        f"{cell}: never above {baseline['baseline']} ({number(baseline['quality']['value'], 2)}), not a measurement "
+        f"of {toolkit(runs[0]['system'])}"
+    )
+
+
 def verdict_block(task: str) -> str:
     """`python -m benchmarks.peers --task TASK`: each system's quality over its seeds, its training and decoding speed
-    beside hf_vanilla's on the same machine (`machine`), and what it does not match of the recipe."""
-    records = peer_records(task)
-    if not records:
+    beside hf_vanilla's on the same machine (`machine`), and what it does not match of the recipe; a row on another
+    machine than today's, at a former preset, or never above the trivial baseline says so (`verdict_notes`)."""
+    groups = verdict_groups(task)
+    if not groups:
         return wrapped("No full run is recorded yet.")
-    groups: dict[tuple[str, str], list[dict]] = {}
-    order = [name for name, _ in Counter(machine(r) for r in records).most_common()]  # the most runs first
-    for r in sorted(
-        records,
-        key=lambda r: (order.index(machine(r)), not r["system"].startswith("hf_vanilla"), system_name(r)),
-    ):
-        groups.setdefault((machine(r), system_name(r)), []).append(r)
-    metric = PEER_METRICS.get(records[0]["quality"]["metric"], records[0]["quality"]["metric"])
+    today = todays_machine()
     rows, references = [], set()
-    for (where, system), runs in groups.items():
-        name = next((name for name in SPEED_REFERENCES if idle(groups.get((where, name), []))), None)
-        reference = groups[where, name] if name else []
+    for key, runs in groups.items():
+        where, system, preset = key
+        name, reference = reference_of(groups, key)
         references.add(name)
         rows.append(
             [
-                system,
-                where,
+                f"{system}, {preset}" if preset else system,
+                where if where == today else f"{where}, not today's machine",
                 seeds(runs),
-                quality([r["quality"]["value"] for r in runs]),
+                quality_cell(task, runs),
                 speed(runs, reference, "train_tokens_per_s", 1),
                 speed(runs, reference, "decode_sentences_per_s", 2),
                 unmatched(system, runs),
             ]
         )
-    header = ["system", "machine", "seeds", f"{metric}: mean ± sd (least-greatest)",
+    metric = next(iter(groups.values()))[0]["quality"]["metric"]
+    header = ["system", "machine", "seeds", f"{PEER_METRICS.get(metric, metric)}: mean ± sd (least-greatest)",
               "training tokens/s (× hf_vanilla)", "decoding sentences/s (× hf_vanilla)",
               "what it does not match of the recipe"]  # fmt: skip
+    return table(header, rows) + "\n" + wrapped(" ".join(verdict_notes(task, groups, references)))
+
+
+def verdict_notes(task: str, groups: dict[Key, list[dict]], references: set) -> list[str]:
+    """The sentences under a verdict table: today's machine, the speed references other than hf_vanilla, the trivial
+    baseline, what each relabelled peer record was (its `relabelled`), and the rows of issue 63 still owed."""
+    today, notes = todays_machine(), []
+    if any(where != today for where, _, _ in groups):
+        notes.append(f"Today's machine, the newest records': {today}; a row on another is not yet measured on it.")
     others = sorted(name for name in references - {SPEED_REFERENCES[0]} if name)
-    notes = [f"Speeds beside `{name}`'s where a machine has no `{SPEED_REFERENCES[0]}` run." for name in others]
-    return table(header, rows) + "".join("\n" + wrapped(note) for note in notes)
+    notes += [f"Speeds beside `{name}`'s where a machine has no `{SPEED_REFERENCES[0]}` run." for name in others]
+    if baseline := trivial_baseline(task):
+        notes.append(
+            f"The trivial baseline, {baseline['baseline']} (`benchmarks/results/{baseline['record_file']}`), scores "
+            f"{number(baseline['quality']['value'], 2)} on the same test split."
+        )
+    relabelled = {r["system"]: r["relabelled"] for runs in groups.values() for r in runs if "relabelled" in r}
+    notes += [f"`{system}`: {note}." for system, note in relabelled.items() if not system.startswith("hf_vanilla")]
+    if owed := owed_rows(task):
+        notes.append(
+            f"Owed on {today} at today's preset, {SEEDS_OWED} seeds each run alone (issue 63; the seeds there now): "
+            f"{', '.join(owed)}."
+        )
+    return notes
+
+
+def owed_rows(task: str) -> list[str]:
+    """The rows of `REQUIRED` with fewer than `SEEDS_OWED` seeds run alone on today's machine at today's preset, each
+    with its count: `sockeye (0)`."""
+    today, owed = todays_machine(), []
+    current = [r for r in idle(peer_records(task)) if machine(r) == today and not former_preset(task, r)]
+    for system in REQUIRED.get(task, ()):
+        done = {r["seed"] for r in current if r["system"] == system}
+        if len(done) < SEEDS_OWED:
+            owed.append(f"{system} ({len(done)})")
+    return owed
+
+
+def peer_cell(task: str, groups: dict[Key, list[dict]], peer: str) -> str:
+    """The README's cell of `peer` on `task`: hf_vanilla's mean against the peer's best row's, on the row's machine,
+    and the peer's speeds as a multiple of hf_vanilla's there. The best row: on today's machine before another, at
+    today's preset before a former, above the trivial baseline before under it, then by its mean."""
+    keys = [key for key in groups if toolkit(key[1]) == TOOLKITS[peer]]
+    if not keys:
+        return "owed" if peer in REQUIRED.get(task, ()) else "–"
+    today = todays_machine()
+
+    def rank(key: Key) -> tuple:
+        runs = groups[key]
+        return (
+            key[0] == today,
+            not key[2],
+            not under_baseline(task, runs),
+            statistics.mean([r["quality"]["value"] for r in runs]),
+        )
+
+    key = max(keys, key=rank)
+    runs, (where, system, preset) = groups[key], key
+    if under_baseline(task, runs):
+        baseline = trivial_baseline(task)
+        return (
+            f"not a measurement: {number(max(r['quality']['value'] for r in runs), 2)} at best, never above "
+            f"{baseline['baseline']} ({number(baseline['quality']['value'], 2)})"
+        )
+    name, ours = reference_of(groups, key, timed=False)
+    if not ours:
+        return f"{number(statistics.mean([r['quality']['value'] for r in runs]), 2)}, no hf_vanilla run beside it"
+    notes = [system.removeprefix(peer).strip(" -()")] if system != peer else []  # `post-norm`, `lr_scale 0.25`
+    notes += [f"beside {name}"] if name != SPEED_REFERENCES[0] else []
+    count = f"{len(runs)} seed" + ("s" if len(runs) > 1 else "")
+    notes += [f"{count} each" if len(ours) == len(runs) else f"{len(ours)} and {count}"]
+    notes += (["not today's machine"] if where != today else []) + ([preset] if preset else [])
+    _, timed = reference_of(groups, key)
+    ratios = [idle_mean(runs, k) / idle_mean(timed, k) if idle(runs) and idle(timed) else None
+              for k in ("train_tokens_per_s", "decode_sentences_per_s")]  # fmt: skip
+    speeds = f"speed {ratios[0]:.2f}× / {ratios[1]:.2f}×" if None not in ratios else "speeds: shared machine"
+    means = (number(statistics.mean([r["quality"]["value"] for r in group]), 2) for group in (ours, runs))
+    return f"{' vs '.join(means)} ({'; '.join(notes)}); {speeds}"
+
+
+def readme_verdict_block() -> str:
+    """The README's summary of the verdict tables: a line a task, each peer's best row against hf_vanilla on the same
+    machine (`peer_cell`)."""
+    rows = []
+    for task in REQUIRED:
+        groups = verdict_groups(task)
+        if groups:
+            metric = next(iter(groups.values()))[0]["quality"]["metric"]
+            rows.append(
+                [f"{task}, {PEER_METRICS.get(metric, metric)}", *(peer_cell(task, groups, p) for p in README_PEERS)]
+            )
+    if not rows:
+        return wrapped("No full run is recorded yet.")
+    cells = {cell for row in rows for cell in row[1:]}
+    legend = [
+        "Each cell: hf_vanilla's mean against the peer's best configuration's on one machine, then the peer's "
+        f"training and decoding speed × hf_vanilla's there (under 1: slower). Today's machine: "
+        f"{todays_machine()}."
+    ]
+    legend += ["Owed: asked by issue 63, not yet recorded."] if "owed" in cells else []
+    legend += ["–: no such task."] if "–" in cells else []
+    return table(["task", *(TOOLKITS[p] for p in README_PEERS)], rows) + "\n" + wrapped(" ".join(legend))
 
 
 GPU_TRAINING = {
@@ -520,28 +743,34 @@ BLOCKS: dict[str, Callable[[], str]] = {
 }
 
 
-def render(page: str) -> str:
-    """`page` with every record block rewritten from its records; a block of an unknown NAME is a KeyError."""
-    return BLOCK.sub(lambda m: m.group(1) + BLOCKS[m.group(2)]() + m.group(4), page)
+# The README's blocks, and each rendered page with the blocks it may hold.
+README_BLOCKS: dict[str, Callable[[], str]] = {"verdict-readme": readme_verdict_block}
+PAGES = {PAGE: BLOCKS, README: README_BLOCKS}
+
+
+def render(page: str, blocks: dict[str, Callable[[], str]] | None = None) -> str:
+    """`page` with every record block rewritten from its records (`blocks`, docs/benchmarks.md's `BLOCKS` unless
+    given); a block of an unknown NAME is a KeyError."""
+    blocks = BLOCKS if blocks is None else blocks
+    return BLOCK.sub(lambda m: m.group(1) + blocks[m.group(2)]() + m.group(4), page)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="Exit 1 where the page differs from its records.")
+    parser.add_argument("--check", action="store_true", help="Exit 1 where a page differs from its records.")
     args = parser.parse_args()
-    page = PAGE.read_text()
-    rendered = render(page)
-    if args.check:
-        stale = [
-            name
-            for (_, name, body, _), (_, _, new, _) in zip(BLOCK.findall(page), BLOCK.findall(rendered))
-            if body != new
-        ]
-        if stale:
-            sys.exit(f"render_tables: {PAGE.name} differs from its records in: {', '.join(stale)}")
-        return
-    PAGE.write_text(rendered)
-    print(f"rendered {len(BLOCK.findall(page))} blocks of {PAGE}")
+    stale = []
+    for path, blocks in PAGES.items():
+        page = path.read_text()
+        rendered = render(page, blocks)
+        if args.check:
+            pairs = zip(BLOCK.findall(page), BLOCK.findall(rendered))
+            stale += [f"{path.name} {name}" for (_, name, body, _), (_, _, new, _) in pairs if body != new]
+            continue
+        path.write_text(rendered)
+        print(f"rendered {len(BLOCK.findall(page))} blocks of {path}")
+    if stale:
+        sys.exit(f"render_tables: pages differ from their records in: {', '.join(stale)}")
 
 
 if __name__ == "__main__":

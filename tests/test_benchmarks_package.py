@@ -22,6 +22,7 @@ RECORD_WRITERS = (
     "gpu_suite.py",
     "loss_curves.py",
     "pointer_generator_speed.py",
+    "lead_baseline.py",
     "peers/comparison.py",
 )
 # What a header of its own would write: the versions, the CPU, the cores, the commit, the date.

@@ -159,17 +159,38 @@ def test_the_docs_name_every_size_preset_subcommand_and_tab_the_code_has():
 
 
 def test_every_figure_of_the_benchmarks_page_is_rendered_from_its_records():
-    """docs/benchmarks.md's measured figures sit in blocks that `benchmarks/render_tables.py` rewrites from the
-    records under benchmarks/results/: the page equals its rendering, every block the script knows is on the page, and
-    no table stands outside a block (the page once showed figures that no record held: 601.5 tokens/s, 49.2)."""
+    """docs/benchmarks.md's measured figures, and the README's summary of its verdict tables, sit in blocks that
+    `benchmarks/render_tables.py` rewrites from the records under benchmarks/results/: each page equals its rendering,
+    every block the script knows for a page is on it, and no table stands outside a block (the page once showed
+    figures that no record held: 601.5 tokens/s, 49.2)."""
     from runs import benchmark
 
     render_tables = benchmark("render_tables")
-    page = render_tables.PAGE.read_text()
-    assert render_tables.render(page) == page, "run python benchmarks/render_tables.py"
-    assert sorted(name for _, name, _, _ in render_tables.BLOCK.findall(page)) == sorted(render_tables.BLOCKS)
-    outside = render_tables.BLOCK.sub("", page)
-    assert [line for line in outside.splitlines() if line.startswith("|")] == []
+    assert set(render_tables.PAGES) == {render_tables.PAGE, ROOT / "README.md"}
+    for path, blocks in render_tables.PAGES.items():
+        page = path.read_text()
+        assert render_tables.render(page, blocks) == page, "run python benchmarks/render_tables.py"
+        assert sorted(name for _, name, _, _ in render_tables.BLOCK.findall(page)) == sorted(blocks), path.name
+        outside = render_tables.BLOCK.sub("", page)
+        assert [line for line in outside.splitlines() if line.startswith("|")] == [], path.name
+
+
+def test_the_verdict_opens_the_benchmarks_page_and_the_readme_shows_it_on_its_second_screen():
+    """Issue 63: docs/benchmarks.md's first section is the verdict, one table a task, each task's explanations
+    linked to the peers' manual rather than written out; the README's summary follows its set-up, before its usage."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    sections = re.split(r"^## ", page, flags=re.M)
+    assert sections[1].startswith("Side by side with fairseq, OpenNMT-py, Sockeye\n")
+    tasks = re.split(r"^### ", sections[1], flags=re.M)[1:]
+    assert [task.splitlines()[0] for task in tasks] == ["Translation", "Summarization", "Parsing"]
+    for task in tasks:  # a caption, its block, nothing after it: the explanations are the manual's
+        manual = "../benchmarks/peers/README.md"  # each task's anchor there: the link check above proves it
+        assert f"{manual}#why-the-{task.splitlines()[0].lower()}-figures-differ" in task
+        assert task.rstrip().endswith("<!-- /record -->")
+    readme = (ROOT / "README.md").read_text()
+    headings = re.findall(r"^## (.+)$", readme, flags=re.M)
+    assert headings[:3] == ["Set-up", "Beside fairseq, OpenNMT-py and Sockeye", "Usage"]
+    assert "<!-- record: verdict-readme -->" in readme.split("## Beside fairseq")[1].split("## Usage")[0]
 
 
 def test_every_record_names_its_machine_through_one_function():

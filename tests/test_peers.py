@@ -256,14 +256,21 @@ def test_a_finished_run_s_tokenizer_is_reused_only_for_the_same_training_text(ex
     assert not (tmp_path / "unused").exists()
 
 
-def peer_record(tmp_path, system: str, seed: int, value: float, speed: float, cpu_model: str | None = None, **extra):
-    """A translation peer record as `python -m benchmarks.peers` writes it, its decoding speed speed / 100."""
+def peer_record(
+    tmp_path, system: str, seed: int, value: float, speed: float, cpu_model: str | None = None, task="translation",
+    date="", **extra
+):  # fmt: skip
+    """A peer record of `task` as `python -m benchmarks.peers` writes it, its decoding speed speed / 100, on a machine
+    of `cpu_model`, its file named with `date` as records are."""
     device = {"processor": "x86_64", "threads": 2, "cpu_count": 2, **({"cpu_model": cpu_model} if cpu_model else {})}
-    record = {"task": "translation", "system": system, "seed": seed, "quality": {"metric": "sacrebleu",
+    metric = {"translation": "sacrebleu", "summarization": "rouge1", "parsing": "f1"}[task]
+    record = {"task": task, "system": system, "seed": seed, "quality": {"metric": metric,
               "value": value}, "train_tokens_per_s": speed, "decode_sentences_per_s": speed / 100, "wall_s": 600.0,
               "peak_rss_mb": 500.0, "device": device, **extra}  # fmt: skip
-    name = system + (f"-lr_scale{extra['resolved_settings']['peer_lr_scale']}" if "resolved_settings" in extra else "")
-    (tmp_path / f"peers-translation-{name}-seed{seed}-{cpu_model}.json").write_text(json.dumps(record))
+    settings = extra.get("resolved_settings", {})
+    name = system + (f"-lr_scale{settings['peer_lr_scale']}" if "peer_lr_scale" in settings else "")
+    name += f"-{settings['max_steps']}-updates" if "max_steps" in settings else ""
+    (tmp_path / f"peers-{task}-{name}-seed{seed}-{date}-{cpu_model}.json").write_text(json.dumps(record))
 
 
 def verdict_rows(render_tables, task: str = "translation") -> list[list[str]]:
@@ -297,23 +304,142 @@ def test_the_verdict_table_is_each_systems_mean_and_spread_over_its_seeds(tmp_pa
 
 
 def test_the_verdict_table_keeps_each_machines_speeds_apart(tmp_path, monkeypatch):
-    """Runs of one system on two CPU models are two rows (the machine with more runs first), each speed a ratio to
-    hf_vanilla on its own machine: qualities and speeds are never averaged across machines."""
+    """Runs of one system on two CPU models are two rows (today's machine, the newest records', first; a row on
+    another says so), each speed a ratio to hf_vanilla on its own machine: qualities and speeds are never averaged
+    across machines."""
     from runs import benchmark
 
     render_tables = benchmark("render_tables")
     monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
-    peer_record(tmp_path, "hf_vanilla", 1, 21.0, 1000.0, "Intel Xeon")
-    peer_record(tmp_path, "hf_vanilla", 2, 22.0, 1000.0, "Intel Xeon")
-    peer_record(tmp_path, "fairseq", 1, 20.0, 500.0, "Intel Xeon")
-    peer_record(tmp_path, "hf_vanilla", 3, 23.0, 2000.0, "AMD EPYC")
-    peer_record(tmp_path, "fairseq", 3, 24.0, 3000.0, "AMD EPYC")
+    peer_record(tmp_path, "hf_vanilla", 1, 21.0, 1000.0, "Intel Xeon", date="2026-11-27")
+    peer_record(tmp_path, "hf_vanilla", 2, 22.0, 1000.0, "Intel Xeon", date="2026-11-27")
+    peer_record(tmp_path, "fairseq", 1, 20.0, 500.0, "Intel Xeon", date="2026-11-27")
+    peer_record(tmp_path, "hf_vanilla", 3, 23.0, 2000.0, "AMD EPYC", date="2026-11-28")
+    peer_record(tmp_path, "fairseq", 3, 24.0, 3000.0, "AMD EPYC", date="2026-11-28")
+    xeon = "Intel Xeon (2-core x86_64), 2 threads, not today's machine"
     assert [row[:5] for row in verdict_rows(render_tables)] == [
-        ["hf_vanilla", "Intel Xeon (2-core x86_64), 2 threads", "1-2", "21.50 ± 0.71 (21.00-22.00)", "1,000.0 (1.00)"],
-        ["fairseq", "Intel Xeon (2-core x86_64), 2 threads", "1", "20.00", "500.0 (0.50)"],
         ["hf_vanilla", "AMD EPYC (2-core x86_64), 2 threads", "3", "23.00", "2,000.0 (1.00)"],
         ["fairseq", "AMD EPYC (2-core x86_64), 2 threads", "3", "24.00", "3,000.0 (1.50)"],
+        ["hf_vanilla", xeon, "1-2", "21.50 ± 0.71 (21.00-22.00)", "1,000.0 (1.00)"],
+        ["fairseq", xeon, "1", "20.00", "500.0 (0.50)"],
     ]
+    assert "Today's machine, the newest records': AMD EPYC (2-core x86_64), 2 threads;" in " ".join(
+        render_tables.verdict_block("translation").split()
+    )
+
+
+def test_a_row_at_a_former_preset_names_its_budget_and_is_timed_beside_hf_vanilla_at_the_same(tmp_path, monkeypatch):
+    """A record whose budget is not its recipe's preset's of today (`hf_vanilla.training.presets`) is a row of its
+    own that names the budget it ran, its speeds beside hf_vanilla's at that budget; a record of today's is plain."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    today = WMT_PRESETS["demo"]["max_steps"]
+    for steps, speed in ((today, 1000.0), (today // 2, 4000.0)):
+        settings = {"preset": "demo", "max_steps": steps}
+        peer_record(tmp_path, "hf_vanilla", 1, 22.0, speed, resolved_settings=settings)
+        peer_record(tmp_path, "fairseq", 1, 20.0, speed / 2, resolved_settings=settings)
+    former = f"{today // 2:,} updates: a former preset"
+    assert [[row[0], row[4]] for row in verdict_rows(render_tables)] == [
+        ["hf_vanilla", "1,000.0 (1.00)"],
+        [f"hf_vanilla, {former}", "4,000.0 (1.00)"],
+        ["fairseq", "500.0 (0.50)"],
+        [f"fairseq, {former}", "2,000.0 (0.50)"],
+    ]
+    assert render_tables.former_preset("translation", {"resolved_settings": {"preset": "demo"}}) == ""
+
+
+def test_a_row_never_above_the_trivial_baseline_is_no_measurement_of_its_toolkit(tmp_path, monkeypatch):
+    """Summarization's trivial baseline (lead-k, `benchmarks/lead_baseline.py`'s record): a row none of whose seeds
+    beats it says that it measures nothing of its toolkit, in the table and in the README's cell of its peer; a row
+    with one seed above it is a measurement."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    baseline = {"task": "summarization", "baseline": "lead-14", "quality": {"metric": "rouge1", "value": 15.0}}
+    (tmp_path / render_tables.TRIVIAL_BASELINES["summarization"]).write_text(json.dumps(baseline))
+    task = dict(task="summarization", cpu_model="AMD EPYC")
+    peer_record(tmp_path, "hf_vanilla", 1, 20.0, 1000.0, **task)
+    peer_record(tmp_path, "fairseq", 1, 14.0, 1000.0, **task)
+    peer_record(tmp_path, "fairseq", 2, 16.0, 1000.0, **task)
+    peer_record(tmp_path, "fairseq-no-copy", 1, 15.0, 1000.0, **task)  # level with the baseline: not above it
+    peer_record(tmp_path, "opennmt-py-force-copy-unpatched", 1, 3.9, 500.0, **task, relabelled="the old opennmt-py")
+    assert [row[3] for row in verdict_rows(render_tables, "summarization")] == [
+        "20.00",
+        "15.00 ± 1.41 (14.00-16.00)",
+        "15.00: never above lead-14 (15.00), not a measurement of fairseq",
+        "3.90: never above lead-14 (15.00), not a measurement of OpenNMT-py",
+    ]
+    notes = " ".join(render_tables.verdict_block("summarization").split())
+    assert "lead-14 (`benchmarks/results/lead-baseline-summarization.json`), scores 15.00 on the same" in notes
+    assert "`opennmt-py-force-copy-unpatched`: the old opennmt-py." in notes
+    groups = render_tables.verdict_groups("summarization")
+    assert render_tables.peer_cell("summarization", groups, "opennmt-py") == (
+        "not a measurement: 3.90 at best, never above lead-14 (15.00)"
+    )
+    assert render_tables.peer_cell("summarization", groups, "fairseq").startswith("20.00 vs 15.00 (1 and 2 seeds);")
+
+
+def test_the_lead_baseline_record_holds_the_recipes_lead_baseline_of_the_test_split(monkeypatch):
+    """`python -m benchmarks.lead_baseline`: k chosen on the validation split (here 2 words: "meeting moved" is a
+    subject), the test split scored with it, and its ROUGE-1 as the record's quality, as `render_tables` reads it."""
+    from runs import benchmark
+
+    lead = benchmark("lead_baseline")
+    monkeypatch.setattr(lead, "environment", lambda: {"machine": {"cpu_model": None}})
+    validation = {"text": ["the deal is signed today", "meeting moved to monday at noon"]}
+    test = {"text": ["contract signed by both parties", "lunch on friday"]}
+    corpus = {
+        "validation": Dataset.from_dict(validation | {"references": [["deal signed"], ["meeting moved"]]}),
+        "test": Dataset.from_dict(test | {"references": [["contract signed"], ["lunch friday"]]}),
+    }
+    record = lead.lead_record(corpus, str(lead.ROOT.parent / "shared" / "data" / "aeslc"))
+    assert (record["baseline"], record["lead_baseline"]["k"]) == ("lead-2", 2)
+    assert record["dataset"] == "../shared/data/aeslc"  # beside the repository, as the records name it
+    assert record["quality"] == {"metric": "rouge1", "value": 75.0} and record["lead_baseline"]["eval_items"] == 2
+
+
+def test_the_rows_issue_63_asks_for_are_owed_until_three_seeds_ran_alone_on_todays_machine(tmp_path, monkeypatch):
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    for seed in (1, 2, 3):
+        peer_record(tmp_path, "hf_vanilla", seed, 22.0, 1000.0, "AMD EPYC", date="2026-11-28")
+        peer_record(tmp_path, "fairseq", seed, 22.0, 1000.0, "AMD EPYC", date="2026-11-28", machine_shared=seed == 3)
+        peer_record(tmp_path, "opennmt-py", seed, 18.0, 1000.0, "Intel Xeon", date="2026-11-27")
+    assert render_tables.owed_rows("translation") == ["fairseq (2)", "opennmt-py (0)", "sockeye (0)"]
+    assert "at today's preset, 3 seeds each run alone (issue 63" in " ".join(
+        render_tables.verdict_block("translation").split()
+    )
+
+
+def test_the_readme_verdict_is_each_peers_best_row_beside_hf_vanilla_on_its_machine(tmp_path, monkeypatch):
+    """`render_tables.readme_verdict_block`: a line a task, a cell a peer: its best row (on today's machine before
+    another, whatever their qualities), against hf_vanilla's mean on that machine, and its speeds × hf_vanilla's; a
+    labelled variant, another machine or a reference other than hf_vanilla says so; a peer asked for and never run
+    is owed."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    assert render_tables.readme_verdict_block() == "No full run is recorded yet.\n"
+    peer_record(tmp_path, "hf_vanilla-normal-init", 1, 21.0, 1000.0, "Intel Xeon", date="2026-11-27")
+    peer_record(tmp_path, "fairseq", 1, 25.0, 500.0, "Intel Xeon", date="2026-11-27")
+    peer_record(tmp_path, "sockeye-post-norm", 1, 18.0, 900.0, "Intel Xeon", date="2026-11-27")
+    peer_record(tmp_path, "hf_vanilla", 2, 22.0, 2000.0, "AMD EPYC", date="2026-11-28")
+    peer_record(tmp_path, "fairseq", 2, 20.0, 1000.0, "AMD EPYC", date="2026-11-28")
+    lines = render_tables.readme_verdict_block().splitlines()
+    assert lines[:3] == [
+        "| task | fairseq | OpenNMT-py | Sockeye |",
+        "|---|---|---|---|",
+        "| translation, sacreBLEU | 22.00 vs 20.00 (1 seed each); speed 0.50× / 0.50× | owed | 21.00 vs 18.00 "
+        "(post-norm; beside hf_vanilla-normal-init; 1 seed each; not today's machine); speed 0.90× / 0.90× |",
+    ]
+    legend = " ".join(lines[4:])
+    assert "Today's machine: AMD EPYC (2-core x86_64), 2 threads." in legend and "Owed: asked by issue 63" in legend
 
 
 def test_a_run_beside_other_work_is_marked_shared(monkeypatch):

@@ -14,7 +14,7 @@ from hf_vanilla.beam_search_vanilla import gnmt_length_penalty
 from hf_vanilla.training.schedule import inverse_sqrt_lr
 
 from benchmarks.peers import __main__ as peers_main
-from benchmarks.peers import systems
+from benchmarks.peers import comparison, systems
 from benchmarks.peers import translation as translation_task
 from benchmarks.peers.common import jobs as peer_jobs
 from benchmarks.peers.common import pieces as common_pieces
@@ -102,7 +102,7 @@ def test_every_row_s_flag_is_passed_with_its_value(job):
              "--transformer-postprocess", "--batch-size", "--max-updates", "--checkpoint-interval",
              "--keep-last-params", "--seed")}  # fmt: skip
     assert given == {
-        "--num-layers": "3:3", "--transformer-preprocess": ":", "--transformer-postprocess": "drn:drn",
+        "--num-layers": "3:3", "--transformer-preprocess": "n:n", "--transformer-postprocess": "dr:dr",
         "--batch-size": "2000", "--max-updates": "2400", "--checkpoint-interval": "100", "--keep-last-params": "3",
         "--seed": "3"}  # fmt: skip
     assert translate[translate.index("--max-output-length") + 1] == "79"  # 30 + 50 with </s>: 79 + 1 in Sockeye
@@ -126,10 +126,37 @@ def test_the_table_names_what_sockeye_cannot_match():
     fairseq = {row.setting for row in fairseq_table.fairseq_rows(translation_task.demo_settings())}
     assert fairseq <= set(rows)  # every setting of fairseq's table, and Sockeye's own differences
     assert common_settings.render(list(rows.values()), "sockeye").splitlines()[-1] == (
-        "sockeye cannot match: layer norm epsilon, attention biases, output bias, tokens per update, batching, "
-        "validation, initialisation, decoder start, finished hypotheses, maximum output, decoding batches."
+        "sockeye cannot match: layer norm, layer norm epsilon, attention biases, output bias, tokens per update, "
+        "batching, validation, initialisation, decoder start, finished hypotheses, maximum output, decoding batches."
     )
     assert rows["length penalty"].matched and rows["learning rate"].matched and rows["label smoothing"].matched
+    assert rows["layer norm"].peer.startswith("--transformer-preprocess n:n --transformer-postprocess dr:dr")
+    assert "sockeye-post-norm" in rows["layer norm"].note
+
+
+def test_sockeye_runs_in_its_own_layer_order_and_post_norm_only_as_its_labelled_variant(job):
+    """`sockeye`: Sockeye 3.1.34's defaults (arguments.py: --transformer-preprocess n n, --transformer-postprocess dr
+    dr; the final norm is the preprocess sequence once more); `sockeye-post-norm`: the paper's, matched."""
+    own, variant = (comparison.run_settings(peers_main.parse_args(["--system", system, "--max-updates", "20"]))
+                    for system in ("sockeye", "sockeye-post-norm"))  # fmt: skip
+    assert variant == {**own, "peer_post_norm": True}
+    assert systems.PEERS["sockeye-post-norm"].run is sockeye_runner.run_sockeye
+    assert systems.PEERS["sockeye-post-norm"].venv == "sockeye"
+    variant = peer_jobs.PeerJob(
+        **{**vars(job), "settings": {**job.settings, **systems.PEERS["sockeye-post-norm"].settings}}
+    )
+    for each, order in ((job, ("n:n", "dr:dr")), (variant, (":", "drn:drn"))):
+        train = sockeye_runner.train_command(each, Path("vocab.json"), each.work / "model")
+        flags = ("--transformer-preprocess", "--transformer-postprocess")
+        assert tuple(train[train.index(flag) + 1] for flag in flags) == order
+        [row] = [row for row in sockeye_table.sockeye_rows(each.settings) if row.setting == "layer norm"]
+        assert row.matched is (each is variant)
+        for flag, value in flags_of(row.peer):
+            assert train[train.index(flag) + 1] == value
+    rows = sockeye_table.sockeye_rows(variant.settings)
+    assert "layer norm," not in common_settings.render(rows, "sockeye-post-norm").splitlines()[-1]
+    with pytest.raises(SystemExit):
+        peers_main.parse_args(["--task", "summarization", "--system", "sockeye-post-norm"])
 
 
 def test_the_vocabulary_json_is_the_tokenizer_s_pieces_after_sockeye_s_specials(tmp_path):

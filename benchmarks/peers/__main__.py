@@ -3,7 +3,8 @@ JSON record a run.
 
     python -m benchmarks.peers --task translation --system fairseq --seed 1
     python -m benchmarks.peers --task translation --system opennmt-py --seed 1
-    python -m benchmarks.peers --task translation --system sockeye --seed 1
+    python -m benchmarks.peers --task translation --system sockeye --seed 1            # pre-norm, its default
+    python -m benchmarks.peers --task translation --system sockeye-post-norm --seed 1  # the paper's layer order
     python -m benchmarks.peers --task translation --system hf_vanilla --seed 1
     python -m benchmarks.peers --task translation --system hf_vanilla-normal-init --seed 1  # N(0, 0.02), <s>
     python -m benchmarks.peers --task translation --system fairseq --seed 1 --max-updates 20 --save-every 5 \
@@ -20,7 +21,8 @@ the same way; `--system hf_vanilla-ct2` decodes that run's CTranslate2 export (`
     python -m benchmarks.peers --task summarization --system fairseq --seed 1          # the pointer-generator
     python -m benchmarks.peers --task summarization --system fairseq --seed 1 --peer-lr-scale 0.25  # its own rate
     python -m benchmarks.peers --task summarization --system fairseq-no-copy --seed 1  # its plain transformer
-    python -m benchmarks.peers --task summarization --system opennmt-py --seed 1       # copy_attn
+    python -m benchmarks.peers --task summarization --system opennmt-py --seed 1       # copy_attn, its defaults
+    python -m benchmarks.peers --task summarization --system opennmt-py-force-copy --seed 1  # copy_attn_force
     python -m benchmarks.peers --task summarization --system opennmt-py-no-copy --seed 1
     python -m benchmarks.peers --task summarization --system hf_vanilla-no-copy --seed 1
 
@@ -37,9 +39,11 @@ systems also run without the copy mechanism (`-no-copy`: fairseq's `transformer`
 recipe's `--no-pointer-generator`, each with the preset's settings for that model); parsing's recipe also runs without
 its tree grammar (`-no-grammar`: `--no-tree-grammar`), which fairseq, decoding freely, has no variant of; translation's
 recipe, which starts as fairseq's `transformer` does (its initialisation and </s>), also runs as it did before
-(`-normal-init`: `--init-scheme normal --decoder-start bos`), which fairseq has no variant of. Parsing reads NLTK's WSJ
-sample from NLTK_DATA (where it is not set, from the docs' `../shared/data/nltk_data` beside the repository, where that
-exists).
+(`-normal-init`: `--init-scheme normal --decoder-start bos`), which fairseq has no variant of. A peer runs in its own
+defaults; where the recipe's setting departs from them, the peer with the recipe's is a labelled system of its own
+(`Peer.settings`): `opennmt-py-force-copy` (`copy_attn_force true`, the recipe's force_copy) and `sockeye-post-norm`
+(the paper's layer order; Sockeye's default is pre-norm). Parsing reads NLTK's WSJ sample from NLTK_DATA (where it is
+not set, from the docs' `../shared/data/nltk_data` beside the repository, where that exists).
 """
 
 import argparse
@@ -56,7 +60,9 @@ from benchmarks.peers.tasks import TASKS, VARIANTS, split_system
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=f"python -m {PROGRAM}", description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=TASKS, default="translation")
-    systems = (*READY, *(system + suffix for system in READY for suffix in VARIANTS))
+    # A peer's labelled variant of its own defaults (`Peer.settings`) takes no task's variant besides.
+    plain = [system for system in READY if system not in PEERS or not PEERS[system].settings]
+    systems = (*READY, *(system + suffix for system in plain for suffix in VARIANTS))
     parser.add_argument("--system", choices=systems, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--preset", default="demo", help="The recipe's preset whose settings are matched.")

@@ -17,14 +17,17 @@ from benchmarks.peers.tasks import TASKS, split_system
 
 def run_settings(args: argparse.Namespace) -> dict:
     """The preset's settings for the task and system (its variant's: `-no-copy`, `-no-grammar`), with the short
-    check's overrides; where these save fewer checkpoints than the preset averages, the average of those saved (as
+    check's overrides and what a peer's labelled variant sets (`Peer.settings`: `opennmt-py-force-copy`,
+    `sockeye-post-norm`); where these save fewer checkpoints than the preset averages, the average of those saved (as
     the recipe averages the newest it has; fairseq's averaging wants as many as it is told)."""
     overrides = dict(max_steps=args.max_updates, save_every=args.save_every, eval_every=args.eval_every)
-    task, base = TASKS[args.task], not split_system(args.system)[1]
+    system, suffix = split_system(args.system)
+    task, base = TASKS[args.task], not suffix
     settings = task.settings(args.preset, base, overrides)
     saved = settings["max_steps"] // settings["save_every"]
     if 0 < saved < settings["average_last"]:
         settings = task.settings(args.preset, base, {**overrides, "average_last": saved})
+    settings = {**settings, **(PEERS[system].settings if system in PEERS else {})}
     return settings if args.peer_lr_scale is None else {**settings, "peer_lr_scale": args.peer_lr_scale}
 
 

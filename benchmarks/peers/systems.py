@@ -1,10 +1,11 @@
 """The systems a comparison runs: the peers (`PEERS`: each one's environment, its side of the settings table, its run
-and the tasks it runs), hf_vanilla's recipe and its CTranslate2 export (`CT2`), and the run of a peer (`run_peer`:
-its environment made or reused, the task's splits exported, the peer run and scored)."""
+and the tasks it runs; a peer's labelled variant of its own defaults is a system of its own), hf_vanilla's recipe and
+its CTranslate2 export (`CT2`), and the run of a peer (`run_peer`: its environment made or reused, the task's splits
+exported, the peer run and scored)."""
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.peers.common.jobs import PeerJob, PeerRun
@@ -21,18 +22,28 @@ from benchmarks.peers.tasks import TASKS, split_system
 @dataclass(frozen=True)
 class Peer:
     """A peer toolkit: its environment's name (`venvs.INSTALL`), its side of the settings table (for the
-    settings of any task it runs: `settings["task"]`), its run, and the tasks it runs."""
+    settings of any task it runs: `settings["task"]`), its run, the tasks it runs, and what it sets over the task's
+    settings (`settings`: none for the peer in its own defaults; a labelled variant's departure from them, such as
+    `opennmt-py-force-copy`, read by the peer's table and flags)."""
 
     venv: str
     rows: Callable[[dict], list[Row]]
     run: Callable[[PeerJob], PeerRun]
     tasks: tuple[str, ...] = ("translation",)
+    settings: dict = field(default_factory=dict)
 
 
 PEERS = {
     "fairseq": Peer("fairseq", fairseq_table, run_fairseq, ("translation", "summarization", "parsing")),
     "opennmt-py": Peer("opennmt", opennmt_table, run_opennmt, ("translation", "summarization")),
     "sockeye": Peer("sockeye", sockeye_rows, run_sockeye),
+    # Labelled variants of a peer's own defaults: OpenNMT-py's copy model with copy_attn_force (the recipe's
+    # force_copy; OpenNMT-py's default and its Summarization example leave it off), Sockeye post-norm (the paper's
+    # layer order; Sockeye's default is pre-norm with a final norm).
+    "opennmt-py-force-copy": Peer(
+        "opennmt", opennmt_table, run_opennmt, ("summarization",), settings={"peer_force_copy": True}
+    ),
+    "sockeye-post-norm": Peer("sockeye", sockeye_rows, run_sockeye, settings={"peer_post_norm": True}),
 }
 
 

@@ -2,7 +2,9 @@
 onmt_build_vocab), one YAML config for onmt_train, the last checkpoints averaged by onmt_average_models, the test
 split decoded by onmt_translate; the figures read back from their logs. The same steps run translation and
 summarization (with OpenNMT's `copy_attn`, or without it for `opennmt-py-no-copy`); each task's config, flags and
-side-by-side table (`opennmt_table`) are `translation_table`'s (translation) or `summarization_table`'s."""
+side-by-side table (`opennmt_table`) are `translation_table`'s (translation) or `summarization_table`'s, and so are
+the programs that train and decode a copying model (onmt_train and onmt_translate with 3.5.1's copy faults patched:
+`train_program`, `translate_program`)."""
 
 import re
 from pathlib import Path
@@ -16,6 +18,7 @@ from benchmarks.peers.opennmt.summarization_table import (
     opennmt_summary_rows,
     summary_config,
     summary_translate_flags,
+    train_program,
     translate_program,
 )
 from benchmarks.peers.opennmt.translation_table import opennmt_rows, train_config, translate_flags
@@ -155,7 +158,7 @@ def run_opennmt(job: PeerJob) -> PeerRun:
     checkpoints = work / "checkpoints"
     config = task_config(job, work / "vocab.txt", checkpoints / "model", train_pairs)
     (work / "train.yaml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    train = [str(bin_folder / "onmt_train"), "-config", str(work / "train.yaml")]
+    train = [*train_program(bin_folder, settings), "-config", str(work / "train.yaml")]
     train_seconds = run_logged(train, work / "train.log", env, commands)
     log_text = (work / "train.log").read_text(encoding="utf-8")
     stats = train_figures(log_text)

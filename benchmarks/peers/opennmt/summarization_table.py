@@ -1,8 +1,10 @@
 """OpenNMT-py 3.5.1 on the summarization demo: its side of the settings table (`opennmt_summary_rows`), onmt_train's
-config (`summary_config`: translation's `train_config` on the AESLC pieces, with `copy_attn`, OpenNMT's
-pointer-generator, where the settings copy and without it for `--system opennmt-py-no-copy`) and onmt_translate's
-program and flags (`translate_program`, `summary_translate_flags`: the recipe's beam, GNMT penalty, n-gram ban and
-summary lengths). Every option was read in the installed package's source (`onmt/opts.py`,
+program and config (`train_program`, `summary_config`: translation's `train_config` on the AESLC pieces, with
+`copy_attn`, OpenNMT's pointer-generator, in its defaults where the settings copy, `copy_attn_force` only for
+`--system opennmt-py-force-copy`, and without it for `--system opennmt-py-no-copy`) and onmt_translate's program and
+flags (`translate_program`, `summary_translate_flags`: the recipe's beam, GNMT penalty, n-gram ban and summary
+lengths). A copying model trains and decodes with 3.5.1's copy generator patched to read each row's own attention
+(`COPY_IN_OWN_ROWS`). Every option was read in the installed package's source (`onmt/opts.py`,
 `onmt/modules/copy_generator.py`, `onmt/utils/loss.py`, `onmt/decoders/transformer.py`,
 `onmt/inputters/text_utils.py`, `onmt/translate/`)."""
 
@@ -50,12 +52,72 @@ def own_dictionaries(self, decoder_in, enc_out, batch, *args, batch_offset=None,
         batch = dict(batch, src_ex_vocab=[batch["src_ex_vocab"][int(b)] for b in batch_offset])
     return decode_and_generate(self, decoder_in, enc_out, batch, *args, batch_offset=batch_offset, **kwargs)
 """
-# onmt_translate (onmt.bin.translate.main, its arguments following) for a `copy_attn` model, with three faults of
-# 3.5.1 fixed: `GENERATOR_IN_MODEL`; inference_engine.infer_file builds its batches without the copy keys
-# (build_dynamic_dataset_iter's copy=False), so that the translator's batch["src_map"] would be missing: they are built
-# with them; and `OWN_DICTIONARIES`.
-TRANSLATE_WITH_COPY = (
+# 3.5.1's CopyGenerator.forward (onmt/modules/copy_generator.py) takes its rows batch-first, (batch x tlen) rows of
+# hidden and attn, as the decoder gives them since v3.0 (commit 7301d426, "swap batch x len everywhere"), but its line
+# 93 (`UPSTREAM_COPY_LINE`) still reads them time-major, (tlen x batch): in training, the copy probability of
+# (sentence j, step i), row j * tlen + i, is built from the attention of row i * batch + j, another step's and mostly
+# another sentence's (at decoding, one step a row, the line is right). `OWN_ROWS_COPY` is that forward with the line
+# reading each row's own attention (`OWN_ROWS_COPY_LINE`), the same line at decoding's single step.
+UPSTREAM_COPY_LINE = "copy_prob = torch.bmm(mul_attn.view(-1, batch, slen).transpose(0, 1), src_map)"
+OWN_ROWS_COPY_LINE = "copy_prob = torch.bmm(mul_attn.view(batch, -1, slen), src_map)"
+OWN_ROWS_COPY = r"""
+def own_rows_copy(self, hidden, attn, src_map):
+    _, slen = attn.size()
+    batch, _, cvocab = src_map.size()
+    logits = self.linear(hidden)
+    logits[:, self.pad_idx] = -float("inf")
+    prob = torch.softmax(logits, 1)
+    p_copy = torch.sigmoid(self.linear_copy(hidden))
+    out_prob = torch.mul(prob, 1 - p_copy)
+    mul_attn = torch.mul(attn, p_copy)
+    copy_prob = torch.bmm(mul_attn.view(batch, -1, slen), src_map)
+    copy_prob = copy_prob.contiguous().view(-1, cvocab)
+    return torch.cat([out_prob, copy_prob], 1)
+"""
+# 3.5.1's LossCompute.forward (onmt/utils/loss.py) folds the copy scores of its statistics (the accuracy) by
+# collapse_copy_scores(self._unbottle(scores, batch), ...) over dimension 1: `_unbottle` views the (batch x tlen) rows
+# time-major, (tlen, batch), so that sentence j's dictionary folds rows i * batch + j. These view them batch-first and
+# fold over dimension 0, each sentence's rows with its own dictionary (the loss itself reads no folded score).
+OWN_ROWS_STATISTICS = r"""
+def own_rows_unbottle(self, _v, batch_size):
+    return _v.view(batch_size, -1, _v.size(1))
+
+own_rows_collapse = functools.partial(collapse_copy_scores, batch_dim=0)
+"""
+# The copy generator's and the statistics' rows fixed in the process (`OWN_ROWS_COPY`, `OWN_ROWS_STATISTICS`), for
+# training and decoding alike.
+COPY_IN_OWN_ROWS = (
     r"""
+import functools
+import torch
+import onmt.utils.loss
+from onmt.modules.copy_generator import CopyGenerator, collapse_copy_scores
+"""
+    + OWN_ROWS_COPY
+    + OWN_ROWS_STATISTICS
+    + r"""
+CopyGenerator.forward = own_rows_copy
+onmt.utils.loss.LossCompute._unbottle = own_rows_unbottle
+onmt.utils.loss.collapse_copy_scores = own_rows_collapse
+"""
+)
+# onmt_train (onmt.bin.train.main, its arguments following) for a `copy_attn` model: `COPY_IN_OWN_ROWS`.
+TRAIN_WITH_COPY = (
+    COPY_IN_OWN_ROWS
+    + r"""
+import sys
+from onmt.bin.train import main
+sys.argv[0] = "onmt_train"
+main()
+"""
+)
+# onmt_translate (onmt.bin.translate.main, its arguments following) for a `copy_attn` model, with four faults of
+# 3.5.1 fixed: the copy generator's rows (`COPY_IN_OWN_ROWS`, as in training); `GENERATOR_IN_MODEL`;
+# inference_engine.infer_file builds its batches without the copy keys (build_dynamic_dataset_iter's copy=False), so
+# that the translator's batch["src_map"] would be missing: they are built with them; and `OWN_DICTIONARIES`.
+TRANSLATE_WITH_COPY = (
+    COPY_IN_OWN_ROWS
+    + r"""
 import functools, sys
 import onmt.inference_engine as engine
 from onmt.bin.translate import main
@@ -103,6 +165,17 @@ def _copy_rows(s: dict) -> list[Row]:
             matched=False,
         ),
         Row(
+            "copy rows",
+            "each (sentence, step)'s copy distribution from its own attention",
+            "copy_attn true, 3.5.1's modules/copy_generator.py line 93 patched in onmt_train and onmt_translate alike "
+            "(opennmt/summarization_table.py's COPY_IN_OWN_ROWS)",
+            f"3.5.1's `{UPSTREAM_COPY_LINE}` reads the decoder's batch-first rows (since v3.0) as time-major: in "
+            "training the copy probability of sentence j's step i comes from row i * batch + j's attention, another "
+            "step's and mostly another sentence's (decoding's one step a row is right); patched: "
+            f"`{OWN_ROWS_COPY_LINE}`; the accuracy statistic (utils/loss.py's _unbottle and collapse_copy_scores) is "
+            "patched alike",
+        ),
+        Row(
             "p_gen inputs",
             "sigmoid(w . [c_t; s_t; x_t] + b): context vector, decoder output, decoder input (embedding * sqrt(d) + "
             "position, after dropout)",
@@ -125,13 +198,7 @@ def _copy_rows(s: dict) -> list[Row]:
             "the exported pieces hold no <unk> (the record's data.unk_pieces): nothing is copied from outside the "
             "vocabulary",
         ),
-        Row(
-            "force copy",
-            f"{s['force_copy']}: a target piece its source holds is learnt by copying only",
-            f"copy_attn_force {str(bool(s['force_copy'])).lower()}",
-            "CopyGeneratorLoss: where the source holds the target's piece, -log of its copy probability alone; "
-            "elsewhere (</s> too) the mixture's: the rule hf_vanilla's force_copy follows",
-        ),
+        _force_copy_row(s),
         Row(
             "pointer smoothing",
             f"{s['pointer_smoothing']}: label smoothing over "
@@ -143,15 +210,38 @@ def _copy_rows(s: dict) -> list[Row]:
     ]
 
 
+def _force_copy_row(s: dict) -> Row:
+    """Force copy: off in OpenNMT-py's defaults (`opennmt-py`), on in its labelled variant (`opennmt-py-force-copy`,
+    the settings' `peer_force_copy`)."""
+    recipe = f"{s['force_copy']}: " + (
+        "a target piece its source holds is learnt by copying only" if s["force_copy"] else "the mixture's -log P(y)"
+    )
+    rule = (
+        "CopyGeneratorLoss: where the source holds the target's piece, -log of its copy probability alone; "
+        "elsewhere (</s> too) the mixture's: the rule hf_vanilla's force_copy follows"
+    )
+    if s.get("peer_force_copy"):
+        peer = "copy_attn_force true (the labelled variant opennmt-py-force-copy: the recipe's rule, not its default)"
+        return Row("force copy", recipe, peer, rule, matched=bool(s["force_copy"]))
+    peer = "copy_attn_force false (OpenNMT-py's default, and its Summarization example's)"
+    note = (
+        "CopyGeneratorLoss: -log of the mixture's probability of every target piece; the recipe's rule (where the "
+        "source holds the target's piece, -log of its copy probability alone) is the labelled variant --system "
+        "opennmt-py-force-copy"
+    )
+    return Row("force copy", recipe, peer, note, matched=not s["force_copy"])
+
+
 def _copy_smoothing_row(s: dict) -> Row:
-    """Label smoothing where OpenNMT copies: its option is passed but the copy loss never reads it."""
+    """Label smoothing where OpenNMT copies: its option is passed but the copy loss drops it."""
     eps = s["label_smoothing"]
     return Row(
         "label smoothing",
         str(eps),
-        f"label_smoothing {eps}, unread with copy_attn",
-        "utils/loss.LossCompute.from_opts gives copy_attn CopyGeneratorLoss (-log P(y) of the mixture), which "
-        "smooths nothing; label_smoothing reaches only the plain generator's nn.CrossEntropyLoss",
+        f"label_smoothing {eps}, dropped under copy_attn: none",
+        "OpenNMT-py drops label smoothing under copy_attn, silently: utils/loss.LossCompute.from_opts gives it "
+        "CopyGeneratorLoss (-log P(y) of the mixture), which smooths nothing; label_smoothing reaches only the plain "
+        "generator's nn.CrossEntropyLoss",
         matched=eps == 0,
     )
 
@@ -210,10 +300,11 @@ def _copy_decoding_row() -> Row:
     return Row(
         "copy decoding",
         "the trained mixture at every step of the beam",
-        "the copy model decoded by onmt_translate with 3.5.1's three copy faults fixed "
+        "the copy model decoded by onmt_translate with 3.5.1's four copy faults fixed "
         "(opennmt/summarization_table.py's TRANSLATE_WITH_COPY)",
         "as released it cannot load a copy_attn checkpoint, builds its batches without src_map, and folds a batch's "
-        "remaining sentences' copies with another sentence's dictionary once one has ended",
+        "remaining sentences' copies with another sentence's dictionary once one has ended; its copy generator is "
+        "training's, its rows patched (the copy rows row), which at one step a row computes what 3.5.1's does",
     )
 
 
@@ -236,12 +327,13 @@ def _data_rows(s: dict) -> list[Row]:
 
 def summary_config(s: dict, seed: int, data: Path, vocabulary: Path, save_model: Path, train_pairs: int) -> dict:
     """onmt_train's options for the summarization settings `s`: translation's (`train_config`) on the exported
-    `.text` / `.summary` pieces, with `copy_attn` and `copy_attn_force` (the recipe's force_copy) where `s` copies,
-    `copy_attn false` where it does not."""
+    `.text` / `.summary` pieces, with `copy_attn` where `s` copies, `copy_attn_force` at OpenNMT-py's default (false)
+    but for its labelled variant (`s["peer_force_copy"]`: `opennmt-py-force-copy`, the recipe's force_copy), and
+    `copy_attn false` where it does not copy."""
     config = train_config(s, seed, data, vocabulary, save_model, train_pairs, SIDES)
     if not s["pointer_generator"]:
         return {**config, "copy_attn": False}
-    return {**config, "copy_attn": True, "copy_attn_force": bool(s["force_copy"])}
+    return {**config, "copy_attn": True, "copy_attn_force": bool(s.get("peer_force_copy"))}
 
 
 def summary_translate_flags(s: dict) -> list[str]:
@@ -257,8 +349,16 @@ def summary_translate_flags(s: dict) -> list[str]:
     ]
 
 
+def train_program(bin_folder: Path, s: dict) -> list[str]:
+    """onmt_train, or, for a model that copies (`s["pointer_generator"]`), onmt_train with 3.5.1's copy generator
+    reading each row's own attention (`TRAIN_WITH_COPY`)."""
+    if s.get("pointer_generator"):
+        return [str(bin_folder / "python"), "-c", TRAIN_WITH_COPY]
+    return [str(bin_folder / "onmt_train")]
+
+
 def translate_program(bin_folder: Path, s: dict) -> list[str]:
-    """onmt_translate, or, for a model that copies (`s["pointer_generator"]`), onmt_translate with 3.5.1's three copy
+    """onmt_translate, or, for a model that copies (`s["pointer_generator"]`), onmt_translate with 3.5.1's four copy
     faults fixed (`TRANSLATE_WITH_COPY`)."""
     if s.get("pointer_generator"):
         return [str(bin_folder / "python"), "-c", TRANSLATE_WITH_COPY]

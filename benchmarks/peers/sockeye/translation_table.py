@@ -1,6 +1,8 @@
 """Sockeye 3.1 (PyTorch) beside the demo's settings: the side-by-side table (`sockeye_rows`) and the `sockeye-train` /
 `sockeye-translate` flags derived from the same settings, each checked against Sockeye 3.1.34's own source
-(`sockeye/arguments.py`, `lr_scheduler.py`, `loss.py`, `beam_search.py`, `inference.py`, `model.py`)."""
+(`sockeye/arguments.py`, `lr_scheduler.py`, `loss.py`, `beam_search.py`, `inference.py`, `model.py`). `sockeye` runs in
+Sockeye's own layer order (pre-norm); `sockeye-post-norm`, the paper's and the recipe's, is a labelled variant
+(`layer_order`)."""
 
 from benchmarks.peers.common.settings import (
     Row,
@@ -23,6 +25,20 @@ def initial_learning_rate(s: dict) -> float:
     return peer_rate(s)[1] * s["warmup_steps"] ** 0.5
 
 
+# Sockeye's --transformer-preprocess and --transformer-postprocess (arguments.py: defaults n:n and dr:dr, pre-norm)
+# for its own layer order and for post-norm (the settings' `peer_post_norm`, `--system sockeye-post-norm`).
+PRE_NORM = ("n", "dr")
+POST_NORM = ("", "drn")
+
+
+def layer_order(s: dict) -> tuple[str, str]:
+    """The preprocess and postprocess sequences of the settings `s`: Sockeye's default (`PRE_NORM`: a layer norm
+    before each sublayer, dropout and residual after it, and, its preprocess sequence once more after the stack, a
+    final layer norm: encoder.py and decoder.py's final_process), or post-norm for its labelled variant (`POST_NORM`:
+    nothing before, dropout, residual and layer norm after, and no final norm, the empty preprocess sequence)."""
+    return POST_NORM if s.get("peer_post_norm") else PRE_NORM
+
+
 def _pair(value) -> str:
     """Sockeye's `encoder:decoder` (or `source:target`) value: the same on both sides."""
     return f"{value}:{value}"
@@ -41,10 +57,9 @@ def sockeye_train_flags(s: dict, seed: int) -> list[str]:
         "--transformer-feed-forward-num-hidden": _pair(s["d_ff"]),
         "--transformer-activation-type": _pair(s["activation"]),
         "--transformer-positional-embedding-type": "fixed",
-        # Post-norm, as the paper: nothing before a sublayer (":" is empty for encoder and decoder, so no final layer
-        # norm either), dropout, residual and layer norm after it. Sockeye's default is pre-norm (n / dr).
-        "--transformer-preprocess": ":",
-        "--transformer-postprocess": _pair("drn"),
+        # Sockeye's own pre-norm (n / dr, a final norm), or post-norm for sockeye-post-norm (`layer_order`).
+        "--transformer-preprocess": _pair(layer_order(s)[0]),
+        "--transformer-postprocess": _pair(layer_order(s)[1]),
         "--transformer-dropout-prepost": _pair(s["dropout"]),
         "--transformer-dropout-attention": _pair(s["attention_dropout"]),
         "--transformer-dropout-act": _pair(s["activation_dropout"]),
@@ -106,13 +121,7 @@ def _model_rows(s: dict) -> list[Row]:
         Row("heads", str(heads), f"--transformer-attention-heads {heads}:{heads}"),
         Row("d_ff", str(ff), f"--transformer-feed-forward-num-hidden {ff}:{ff}"),
         Row("activation", s["activation"], f"--transformer-activation-type {s['activation']}:{s['activation']}"),
-        Row(
-            "layer norm",
-            "post-norm (the paper)",
-            "--transformer-preprocess : --transformer-postprocess drn:drn",
-            "Sockeye's default is pre-norm (n before, dr after each sublayer, a final norm): here nothing before, "
-            "dropout-residual-norm after, and no final norm (it is the empty preprocess sequence)",
-        ),
+        _layer_norm_row(s),
         Row(
             "layer norm epsilon",
             "1e-05",
@@ -142,6 +151,29 @@ def _model_rows(s: dict) -> list[Row]:
             matched=False,
         ),
     ]
+
+
+def _layer_norm_row(s: dict) -> Row:
+    """Sockeye's layer order: its own pre-norm, or the recipe's post-norm in the labelled variant."""
+    before, after = layer_order(s)
+    flags = f"--transformer-preprocess {_pair(before)} --transformer-postprocess {_pair(after)}"
+    if s.get("peer_post_norm"):
+        return Row(
+            "layer norm",
+            "post-norm (the paper)",
+            f"{flags} (the labelled variant sockeye-post-norm)",
+            "not Sockeye's default (pre-norm, the sockeye row): here nothing before each sublayer, "
+            "dropout-residual-norm after, and no final norm (it is the empty preprocess sequence)",
+        )
+    return Row(
+        "layer norm",
+        "post-norm (the paper)",
+        f"{flags} (Sockeye's defaults): pre-norm, a final norm",
+        "Sockeye's own layer order (arguments.py's defaults): a layer norm before each sublayer, dropout and "
+        "residual after it, and a final layer norm after each stack (the preprocess sequence once more); the "
+        "recipe's post-norm is the labelled variant --system sockeye-post-norm",
+        matched=False,
+    )
 
 
 def _regularisation_rows(s: dict) -> list[Row]:
