@@ -208,12 +208,12 @@ def parse_texts(
     from .parsing.grammar import tree_grammar_for
     from .parsing.linearization import tree_from_output
 
-    leaves = model.config.tree_leaves
-    grammar = tree_grammar_for(tokenizer, leaves) if tree_grammar else None
+    leaves, order = model.config.tree_leaves, model.config.linearization
+    grammar = tree_grammar_for(tokenizer, leaves, order) if tree_grammar else None
     outputs = generate_texts(
         model, tokenizer, sentences, max_tokens, progress=progress, processors_for_batch=grammar, **generate_kwargs
     )
-    return [tree_from_output(output, s.split(), leaves) if s.strip() else "" for s, output in zip(sentences, outputs)]
+    return [tree_from_output(out, s.split(), leaves, order) if s.strip() else "" for s, out in zip(sentences, outputs)]
 
 
 def one_line(text: str) -> str:

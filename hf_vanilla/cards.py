@@ -15,6 +15,7 @@ from .configuration_vanilla import VanillaTransformerConfig
 from .data.summaries import HUB_SUMMARIES
 from .decoding_settings import DECODING
 from .evaluation.rouge import MULTI_REFERENCE_RULE, figure_names
+from .parsing.linearization import linearize_leaves
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -231,6 +232,7 @@ def render_model_card(
             repaired_percent=round(100 * results["repaired_share"], 1),
             paper_changes=_parsing_changes(results, config, generation),
             tree_grammar=results.get("tree_grammar", False),  # runs before the grammar existed decoded freely
+            linearized=linearize_leaves(EXAMPLE_TREE, config.tree_leaves, config.linearization),
             example="The cat sat on the mat .",
             limits="Input must be tokenized as the Penn Treebank is (punctuation split off, `n't` separate). "
             "Trained on newswire; expect lower accuracy on other genres.",
@@ -391,10 +393,14 @@ def _start_text(config: VanillaTransformerConfig) -> str:
     return f"{scheme}; embeddings N(0, d_model^-0.5); the decoder starts from `{start}`"
 
 
+# The tree a parser's card writes linearized as the model writes its trees (its leaves, its order).
+EXAMPLE_TREE = "(S (NP (NNP John)) (VP (VBZ runs)))"
+
+
 def _parsing_changes(results: dict, config: VanillaTransformerConfig, generation: GenerationConfig) -> list[str]:
     """What a parser's run changes from the paper's WSJ-only parser (section 6.3: 4 + 4 layers of width 1024, the
-    paper's learning rate, XX leaves as Vinyals et al., free beam-21 decoding with alpha 0.3 and + 300), a line
-    each."""
+    paper's learning rate, XX leaves top-down as Vinyals et al., free beam-21 decoding with alpha 0.3 and + 300), a
+    line each."""
     paper, training, changes = DECODING["parsing"], results["training_preset"], []
     shape = (config.encoder_layers, config.decoder_layers, config.d_model)
     if shape != (4, 4, 1024):
@@ -402,6 +408,10 @@ def _parsing_changes(results: dict, config: VanillaTransformerConfig, generation
     if config.tree_leaves != "placeholder":
         leaves = "each word copied" if config.tree_leaves == "words" else "each word's POS tag"
         changes.append(f"leaves written as {leaves} instead of the XX placeholder (`tree_leaves`)")
+    if config.linearization != "top-down":
+        changes.append(
+            f"trees written {config.linearization} (Liu & Zhang, 2017) instead of top-down (`--linearization`)"
+        )
     if training.get("lr_scale", 1.0) != 1.0:
         changes.append(f"{training['lr_scale']} times the paper's learning rate")
     if training.get("cooldown_steps"):

@@ -42,6 +42,7 @@ PRESETS_DEPRECATION = "PRESETS is deprecated and will be removed: use SIZES, the
 # What a model is trained for (`config.task`): the recipes' three tasks, each with a decoding row of its name.
 TASKS = ("translation", "parsing", "summarization")
 TREE_LEAVES = ("placeholder", "pos", "words")
+LINEARIZATIONS = ("top-down", "in-order")
 POINTER_SMOOTHING = ("mixture", "vocabulary")
 INIT_SCHEMES = ("normal", "fairseq")
 
@@ -144,6 +145,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
             of up to 4 tokens). Default: the row of `task`; another row decodes a model of one task as another's.
         tree_leaves: for parsers, what stands for each word in the linearized trees the model emits: `"placeholder"`
             (XX, Vinyals et al., 2015), `"pos"` (its POS tag) or `"words"` (the word itself, copied).
+        linearization: for parsers, the order in which the linearized trees write a constituent's label: `"top-down"`
+            (before its words, Vinyals et al., 2015, as the paper) or `"in-order"` (after its first child, Liu & Zhang,
+            2017: `The (NP cat )NP (S sat (VP )VP )S`).
         tie_word_embeddings: share one matrix between the encoder embeddings, decoder embeddings and pre-softmax
             projection (section 3.4). `False` gives three independent matrices.
         scale_embedding: multiply token embeddings by sqrt(d_model) (section 3.4). `False` only for converted models
@@ -189,6 +193,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
     task: str | None = None  # set in __post_init__: never None after it
     decoding: str | None = None  # likewise
     tree_leaves: str = "placeholder"
+    linearization: str = "top-down"
     use_cache: bool = True
     is_encoder_decoder: bool = True
     pad_token_id: int | None = 0
@@ -253,6 +258,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             )
         if self.tree_leaves not in TREE_LEAVES:
             problems.append(f"tree_leaves must be one of {list(TREE_LEAVES)}, got {self.tree_leaves!r}")
+        if self.linearization not in LINEARIZATIONS:
+            problems.append(f"linearization must be one of {list(LINEARIZATIONS)}, got {self.linearization!r}")
         if self.max_position_embeddings < 1:
             problems.append(f"max_position_embeddings must be positive, got {self.max_position_embeddings}")
         if self.pad_token_id is None:

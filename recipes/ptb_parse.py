@@ -41,6 +41,14 @@ class Arguments(CopySettings):
             "(its tag) or words (copied); default: the preset's (demo: words). EVALB ignores tags either way."
         },
     )
+    linearization: str | None = field(
+        default=None,
+        metadata={
+            "help": "The order the output trees are written in: top-down (the paper's, Vinyals et al., 2015: "
+            "`(S (NP The cat )NP ...`) or in-order (Liu & Zhang, 2017: each label after its first child, `The (NP cat "
+            ")NP (S ...`); default: the preset's (top-down). EVALB scores the recovered trees either way."
+        },
+    )
     tree_grammar: bool = field(
         default=True,
         metadata={
@@ -57,22 +65,22 @@ class Arguments(CopySettings):
             "none (at the demo's updates it cost F1: docs/experiments.md)."
         },
     )
-    MODEL_CONFIG = (*CopySettings.MODEL_CONFIG, "tree_leaves")
+    MODEL_CONFIG = (*CopySettings.MODEL_CONFIG, "tree_leaves", "linearization")
     AT_LEAST = {**CopySettings.AT_LEAST, "subtree_substitution": 0}
     METRICS = {"f1": "valid_evalb_f1"}
 
 
-def as_pairs(trees: list[str], leaves: str):
+def as_pairs(trees: list[str], leaves: str, linearization: str = "top-down"):
     """(words, linearized tree) pairs in the `translation` schema, with each gold tree: a `datasets.Dataset`."""
     from datasets import Dataset
 
     from hf_vanilla.parsing import linearize_leaves, tree_words
 
-    pairs = [{"words": " ".join(tree_words(t)), "tree": linearize_leaves(t, leaves)} for t in trees]
+    pairs = [{"words": " ".join(tree_words(t)), "tree": linearize_leaves(t, leaves, linearization)} for t in trees]
     return Dataset.from_dict({"translation": pairs, "gold": trees})
 
 
-def with_substituted_trees(train, per_tree: float, seed: int, leaves: str):
+def with_substituted_trees(train, per_tree: float, seed: int, leaves: str, linearization: str = "top-down"):
     """`train` and, after it, round(per_tree * len(train)) new pairs made from its gold trees by subtree
     substitution (`substituted_trees`, seeded by the run's seed)."""
     import logging
@@ -83,7 +91,7 @@ def with_substituted_trees(train, per_tree: float, seed: int, leaves: str):
 
     new = substituted_trees(train["gold"], round(per_tree * len(train)), seed)
     logging.getLogger(__name__).info(f"--subtree-substitution {per_tree}: {len(new):,} new training trees")
-    return concatenate_datasets([train, as_pairs(new, leaves)])
+    return concatenate_datasets([train, as_pairs(new, leaves, linearization)])
 
 
 def main(args: Arguments) -> dict:
@@ -99,20 +107,21 @@ def main(args: Arguments) -> dict:
     from hf_vanilla.training.preflight import PreflightError
     from hf_vanilla.training.run import build_tokenizer, check_before_training, start, train_and_evaluate
 
-    # Start: the settings (command line over preset), the model's configuration (its trees' leaves: --init-from's
-    # model keeps its own) checked before any data is read, Accelerator (precision as launched), seed.
+    # Start: the settings (command line over preset), the model's configuration (its trees' leaves and order:
+    # --init-from's model keeps its own) checked before any data is read, Accelerator (precision as launched), seed.
     run = start("ptb_parse", args, PARSING_PRESETS, task="parsing")
-    settings, leaves = run.settings, run.config.tree_leaves
+    settings, leaves, order = run.settings, run.config.tree_leaves, run.config.linearization
 
     # Data, and everything that can be checked before the first update.
     try:
         splits = treebank_splits(treebank_path(settings.treebank))
     except (FileNotFoundError, TreebankError) as error:
         raise PreflightError(str(error)) from error
-    corpus = DatasetDict({split: as_pairs(trees, leaves) for split, trees in splits.items() if trees})
+    corpus = DatasetDict({split: as_pairs(trees, leaves, order) for split, trees in splits.items() if trees})
     check_before_training(run, corpus, settings.treebank, "--treebank")
     if settings.subtree_substitution and not settings.eval_only:
-        corpus["train"] = with_substituted_trees(corpus["train"], settings.subtree_substitution, settings.seed, leaves)
+        per_tree, seed = settings.subtree_substitution, settings.seed
+        corpus["train"] = with_substituted_trees(corpus["train"], per_tree, seed, leaves, order)
 
     # Tokenizer: treebank words are tokenized already; whole-piece BPE keeps every bracket symbol one token.
     tokenizer = build_tokenizer(run, corpus["train"], LANGUAGES, settings.treebank, BpeOptions(whitespace_only=True))
@@ -137,6 +146,7 @@ def main(args: Arguments) -> dict:
         "task": "parsing",
         "treebank": settings.treebank,
         "tree_leaves": leaves,
+        "linearization": order,
         "tree_grammar": settings.tree_grammar,
         "pointer_generator": run.model.config.pointer_generator,
         "subtree_substitution": settings.subtree_substitution or 0,

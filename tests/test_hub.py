@@ -78,15 +78,20 @@ def test_parser_card_reports_evalb_from_results_and_its_snippet_parses(parse_run
     free = render_model_card({**results, "tree_grammar": False}, *_model_parts(run_dir), "someone/parser")
     assert "Decoded freely, as in the paper" in free.text and "Decoded under" not in free.text
     differs = card.text.split("## What differs from the paper")[1].split("## Training")[0]
-    for change in ("3 + 3 layers of width 128", "each word copied", "0.25 times", "beam 1 instead of 21", "grammar"):
+    changes = ("3 + 3 layers of width 128", "each word copied", "0.25 times", "beam 1 instead of 21", "grammar")
+    for change in (*changes, "- trees written in-order (Liu & Zhang, 2017) instead of top-down (`--linearization`)"):
         assert change in differs
     config, generation = _model_parts(run_dir)  # the paper's parser, decoded as the paper did
     config.encoder_layers = config.decoder_layers = 4
     config.d_model, config.tree_leaves, generation.num_beams, generation.length_penalty = 1024, "placeholder", 21, 0.3
+    config.linearization = "top-down"
     paper_training = {**results["training_preset"], "lr_scale": 1.0, "cooldown_steps": 0}
     as_paper = {**results, "tree_grammar": False, "training_preset": paper_training}
     paper = render_model_card(as_paper, config, generation, "someone/parser").text
     assert "Nothing: the paper's WSJ-only parser and its decoding." in paper
+    # Each card writes its example tree as its model writes trees: the demo in order with copied words, the paper's XX.
+    assert "each word copied in place, e.g. `John (NP )NP (S runs (VP )VP )S`" in card.text
+    assert "each word replaced by a placeholder, e.g. `(S (NP XX )NP (VP XX )VP )S`" in paper
 
     (snippet,) = re.findall(r"```python\n(.*?)```", card.text, flags=re.DOTALL)
     exec(compile(snippet.replace("someone/parser", str(folder)), "card", "exec"), {"__name__": "card"})

@@ -152,7 +152,7 @@ def test_fairseq_s_outputs_are_scored_by_the_recipe_s_repair_and_evalb(tmp_path,
     assert alone["quality"] == {"metric": "f1", "value": 80.0}  # 2 * 1 * (2/3) / (1 + 2/3)
     assert (alone["evalb"]["evalb_precision"], alone["evalb"]["evalb_recall"]) == (100.0, 66.67)
     scored = parsing_task.score_parse_file(outputs, tmp_path)
-    model = SimpleNamespace(config=SimpleNamespace(tree_leaves="words"))
+    model = SimpleNamespace(config=SimpleNamespace(tree_leaves="words", linearization="top-down"))
     monkeypatch.setattr("hf_vanilla.evaluation.parsing.generate_texts", lambda *args, **kwargs: outputs)
     recipe_s = parse_and_score(model, None, words, gold, tree_grammar=False, progress=False)
     assert scored["evalb"] == recipe_s.figures and scored["quality"]["value"] == recipe_s.figures["evalb_f1"]
@@ -291,7 +291,7 @@ def test_a_parsing_run_exports_runs_the_peer_and_scores_its_output(treebank, tmp
     assert figures["data"]["pairs"] == {"train": 8, "valid": 2, "test": 2}
     assert "fairseq cannot match: tree grammar" in figures["settings_table"]
     hypotheses = (tmp_path / "work" / "fairseq" / "hypotheses.txt").read_text().splitlines()
-    assert hypotheses[0] == "(S (NP John )NP (VP saw (NP the dog )NP )VP . )S"
+    assert hypotheses[0] == "John (NP )NP (S saw (VP the (NP dog )NP )VP . )S"  # the demo's trees, in order
 
 
 def test_a_missing_treebank_ends_the_run_in_one_line(tmp_path, monkeypatch):
@@ -312,7 +312,8 @@ def test_a_parsing_record_renders_with_its_f1(tmp_path, monkeypatch):
         (tmp_path / f"peers-parsing-{system}-seed1.json").write_text(json.dumps(record))
     block = render_tables.verdict_block("parsing")
     assert "| system | machine | seeds | EVALB F1: mean ± sd (least-greatest) |" in block
-    rows = [[cell.strip() for cell in line.strip("|").split("|")][:4] for line in block.splitlines()[2:]]
+    table = [line for line in block.splitlines()[2:] if line.startswith("|")]  # the notes below it left out
+    rows = [[cell.strip() for cell in line.strip("|").split("|")][:4] for line in table]
     where = "2-core x86_64 (model not recorded), 2 threads"
     assert rows == [
         ["hf_vanilla", where, "1", "51.03"],

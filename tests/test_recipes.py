@@ -144,6 +144,15 @@ def test_the_parsers_copy_and_substitution_flags_reach_its_model_and_its_trainin
     for pair, gold in zip(more["translation"][3:], more["gold"][3:]):
         assert gold not in trees
         assert pair == {"words": " ".join(tree_words(gold)), "tree": linearize_leaves(gold, "words")}
+    # The trees' order: the demo's in-order, the paper's top-down a flag away, in the model and in the training pairs.
+    assert config().linearization == "in-order" and config(linearization="top-down").linearization == "top-down"
+    with pytest.raises(PreflightError, match="linearization must be one of"):
+        config(linearization="bottom-up")
+    pairs = ptb_parse.as_pairs(trees, "words", "in-order")
+    in_order = ptb_parse.with_substituted_trees(pairs, 1.0, 1, "words", "in-order")
+    assert in_order["translation"][0]["tree"] == "The (NP cat )NP (S sat (VP )VP . )S"
+    for pair, gold in zip(in_order["translation"], in_order["gold"]):
+        assert pair["tree"] == linearize_leaves(gold, "words", "in-order")
 
 
 def test_parsing_recipe_runs_on_the_nltk_sample_and_writes_valid_trees(parse_run):

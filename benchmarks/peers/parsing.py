@@ -31,7 +31,7 @@ from benchmarks.peers.common.settings import DECODING_BATCHES, OVERRIDABLE, reso
 SIDES = ("words", "tree")  # the recipe's LANGUAGES: source and target, the exported files' suffixes
 
 
-GOLD = "test.gold.jsonl"  # each test item's {"words": ..., "gold": ..., "leaves": ...}, a JSON object a line
+GOLD = "test.gold.jsonl"  # each test item's {"words", "gold", "leaves", "linearization"}, a JSON object a line
 
 
 # The docs' NLTK data path (`NLTK_DATA=../shared/data/nltk_data`), used where NLTK_DATA is not set.
@@ -41,8 +41,8 @@ SHARED_NLTK_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "nl
 def parsing_settings(preset: str = "demo", grammar: bool = True, **overrides) -> dict:
     """Every setting of the parsing recipe's `preset` that a peer has to match, as the recipe resolves it (its
     `Arguments` over `PARSING_PRESETS` by `resolve`; `grammar` False: `--no-tree-grammar`), the model's (`run_config`:
-    its `tree_leaves`) and the decoding's (the model's generation config with the preset's decoding values over it,
-    as `build_model` sets it), with `overrides` (names of `OVERRIDABLE`)."""
+    its `tree_leaves` and `linearization`) and the decoding's (the model's generation config with the preset's decoding
+    values over it, as `build_model` sets it), with `overrides` (names of `OVERRIDABLE`)."""
     unknown = set(overrides) - set(OVERRIDABLE)
     if unknown:
         raise ValueError(f"not overridable: {sorted(unknown)}")
@@ -53,7 +53,7 @@ def parsing_settings(preset: str = "demo", grammar: bool = True, **overrides) ->
     decoding.update(**run.decoding)
     names = ("encoder_layers", "decoder_layers", "d_model", "num_attention_heads", "d_ff", "dropout")
     names += ("attention_dropout", "activation_dropout", "label_smoothing", "tie_word_embeddings", "scale_embedding")
-    names += ("tree_leaves",)
+    names += ("tree_leaves", "linearization")
     return {
         "task": "parsing",
         "preset": preset,
@@ -85,11 +85,13 @@ def use_shared_nltk_data() -> None:
 
 def parse_corpus(settings: dict, treebank: str | None = None):
     """The recipe's splits of `treebank` (default: the preset's, `nltk`), read by `treebank_splits` and paired by
-    the recipe's `as_pairs` with the model's `tree_leaves`, as the recipe reads them; and the treebank's name."""
+    the recipe's `as_pairs` with the model's `tree_leaves` and `linearization`, as the recipe reads them; and the
+    treebank's name."""
     treebank = treebank or settings["treebank"]
     splits = treebank_splits(treebank_path(treebank))
     as_pairs = recipe_module("ptb_parse").as_pairs
-    return DatasetDict({split: as_pairs(trees, settings["tree_leaves"]) for split, trees in splits.items()}), treebank
+    leaves, order = settings["tree_leaves"], settings.get("linearization", "top-down")
+    return DatasetDict({split: as_pairs(trees, leaves, order) for split, trees in splits.items()}), treebank
 
 
 def parse_tokenizer(folder: Path, train_split, settings: dict, treebank: str, source: Path | None = None):
@@ -113,10 +115,8 @@ def export_trees(corpus, tokenizer, folder: Path, settings: dict, test_limit: in
         examples, _ = encode_truncated_pairs(items, tokenizer, *SIDES)
         unknown += write_sides(examples, tokenizer, folder / stem, SIDES)
         if split == "test":
-            leaves = settings["tree_leaves"]
-            lines = [
-                {"words": p["words"], "gold": g, "leaves": leaves} for p, g in zip(items["translation"], items["gold"])
-            ]
+            shape = {"leaves": settings["tree_leaves"], "linearization": settings.get("linearization", "top-down")}
+            lines = [{"words": p["words"], "gold": g, **shape} for p, g in zip(items["translation"], items["gold"])]
             (folder / GOLD).write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
         if split == "train":
             longest = int(max(examples.source_lengths.max(), examples.target_lengths.max()))
@@ -134,7 +134,8 @@ def score_parse_file(hypotheses: list[str], folder: Path) -> dict:
     if len(hypotheses) != len(items):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(items)} test items")
     words, gold = [item["words"] for item in items], [item["gold"] for item in items]
-    figures = score_parses(hypotheses, words, gold, items[0]["leaves"] if items else "placeholder").figures
+    shape = items[0] if items else {"leaves": "placeholder"}
+    figures = score_parses(hypotheses, words, gold, shape["leaves"], shape.get("linearization", "top-down")).figures
     return {"quality": {"metric": "f1", "value": figures["evalb_f1"]}, "evalb": figures}
 
 
@@ -158,7 +159,8 @@ def parse_keywords(settings: dict, tokenizer) -> dict:
 
     if not settings["tree_grammar"]:
         return {}
-    return {"processors_for_batch": tree_grammar_for(tokenizer, settings["tree_leaves"])}
+    order = settings.get("linearization", "top-down")
+    return {"processors_for_batch": tree_grammar_for(tokenizer, settings["tree_leaves"], order)}
 
 
 def parsing_task_settings(preset: str, grammar: bool, overrides: dict) -> dict:

@@ -5,7 +5,9 @@ hypothesis of the beam is a tree prefix instead: brackets are balanced, closing 
 bracket they close, every constituent holds a word, and the leaves are the input words in order (copied words, XX
 placeholders, or any one whole token for POS tags, as the model's `config.tree_leaves`). At the position of a new
 leaf, the probability the model gives to all non-bracket tokens together goes to the right leaf, and the leaf's later
-pieces have probability 1: the model decides whether a word comes next, the grammar which one.
+pieces have probability 1: the model decides whether a word comes next, the grammar which one. Trees written in order
+(`config.linearization`, Liu & Zhang, 2017) start with their first word, and a bracket opens only right after a
+finished leaf or constituent, which becomes its first child.
 """
 
 import copy
@@ -18,10 +20,10 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from ..configuration_vanilla import TREE_LEAVES
-from .linearization import PLACEHOLDER
+from .linearization import PLACEHOLDER, check_linearization
 
-# Most brackets opened in a row before a word comes: 6 in the training files of NLTK's WSJ sample; the cap only stops
-# a runaway hypothesis.
+# Most brackets opened in a row before a word comes: 6 in the training files of NLTK's WSJ sample (in order, the
+# brackets opened between two words); the cap only stops a runaway hypothesis.
 MAX_OPENED_IN_A_ROW = 10
 
 _OPENING = re.compile(r"\(([^\s()]+)")
@@ -38,8 +40,8 @@ def _check_leaves(leaves: str) -> None:
 class TreeVocabulary:
     """The tokens a parser's tokenizer writes trees with, read once from its vocabulary: opening brackets (those that
     start an output, without a space, and the later ones), each label's closing bracket, the leaf tokens (all but
-    brackets and special tokens) and, among them, the whole pieces that can stand for a POS tag. Labels are numbered;
-    the tables are indexed by token id."""
+    brackets and special tokens) and, among them, the whole pieces that can stand for a POS tag (with a space, and
+    without one at the start of an output). Labels are numbered; the tables are indexed by token id."""
 
     opening_first: torch.Tensor  # token ids
     opening: torch.Tensor  # token ids
@@ -48,6 +50,7 @@ class TreeVocabulary:
     closing: torch.Tensor  # label number -> its closing bracket
     leaf_tokens: torch.Tensor  # bool mask over the vocabulary
     tag_tokens: torch.Tensor  # bool mask over the vocabulary
+    first_tag_tokens: torch.Tensor  # bool mask: tag tokens that start an output (no space), for trees in order
     eos_token_id: int
 
     @classmethod
@@ -67,7 +70,7 @@ class TreeVocabulary:
             if match and match.group(1) in closing:
                 (opening if text.startswith(" ") else opening_first).append(i)
                 opening_label[i] = number[match.group(1)]
-        if not opening_first:
+        if not opening_first and not opening:
             raise ValueError("the tokenizer has no one-token opening brackets such as `(S`: not a parser's tokenizer.")
         closing_label = torch.full((len(tokenizer),), -1)
         closing_label[list(closing.values())] = torch.arange(len(closing))
@@ -77,6 +80,9 @@ class TreeVocabulary:
         tag_tokens = torch.tensor(
             [bool(leaf_tokens[i]) and bool(_WHOLE_PIECE.fullmatch(t)) for i, t in enumerate(texts)]
         )
+        first_tag_tokens = torch.tensor(
+            [bool(leaf_tokens[i]) and bool(_WHOLE_PIECE.fullmatch(" " + t)) for i, t in enumerate(texts)]
+        )
         return cls(
             torch.tensor(opening_first),
             torch.tensor(opening),
@@ -85,6 +91,7 @@ class TreeVocabulary:
             torch.tensor(list(closing.values())),
             leaf_tokens,
             tag_tokens,
+            first_tag_tokens,
             tokenizer.eos_token_id,
         )
 
@@ -127,27 +134,46 @@ class _Prefixes:
 class TreeGrammarLogitsProcessor(LogitsProcessor):
     """Masks every token that would break the tree grammar for `sentences` (one per input row, or per `num_beams`
     consecutive rows under beam search), gives a new leaf's first token the log-sum of all leaf tokens' scores and its
-    later pieces 0 (the scores are log-probabilities, as beam search hands them over).
+    later pieces 0 (the scores are log-probabilities, as beam search hands them over). `linearization` is the trees'
+    order (`config.linearization`): `top-down` or `in-order`.
     `vocabulary` is `TreeVocabulary.of(tokenizer)`, read here when not given. Each step reads the rows' prefixes with
     tensor operations over the whole batch (`_Prefixes`): a beam of 21 has thousands of rows."""
 
-    def __init__(self, tokenizer, sentences: list[str], leaves: str, vocabulary: TreeVocabulary | None = None):
+    def __init__(
+        self,
+        tokenizer,
+        sentences: list[str],
+        leaves: str,
+        vocabulary: TreeVocabulary | None = None,
+        linearization: str = "top-down",
+    ):
         _check_leaves(leaves)
+        check_linearization(linearization)
         words = [sentence.split() for sentence in sentences]
         if not all(words):
             raise ValueError("every sentence needs at least one word.")
         self.vocabulary = vocabulary if vocabulary is not None else TreeVocabulary.of(tokenizer)
+        self.in_order = linearization == "in-order"
+        if not self.in_order and not len(self.vocabulary.opening_first):
+            raise ValueError(
+                "the tokenizer has no one-token bracket that starts an output, such as `(S`: it was not trained on "
+                "top-down trees (a model of in-order trees decodes with linearization='in-order')."
+            )
         self.sentences = len(words)
         self.words = torch.tensor([len(w) for w in words])
         if leaves == "pos":  # any one tag token stands for the tag of the next word: a leaf is one token
             self.pieces = None
+            self.is_leaf = self.vocabulary.tag_tokens | self.vocabulary.first_tag_tokens
             return
+        self.is_leaf = self.vocabulary.leaf_tokens
 
-        def ids(text: str) -> list[int]:
-            return tokenizer(" " + text, add_special_tokens=False)["input_ids"]
+        def ids(text: str, first: bool) -> list[int]:  # in order, the first word starts the output: no space
+            return tokenizer(text if first and self.in_order else " " + text, add_special_tokens=False)["input_ids"]
 
-        placeholder = ids(PLACEHOLDER)
-        pieces = [[ids(word) if leaves == "words" else placeholder for word in sentence] for sentence in words]
+        pieces = [
+            [ids(word if leaves == "words" else PLACEHOLDER, first=w == 0) for w, word in enumerate(sentence)]
+            for sentence in words
+        ]
         # Each sentence's leaf pieces in a row (one more entry, the end, past the last), the word each piece belongs
         # to and its place in that word.
         longest = max(sum(len(p) for p in sentence) for sentence in pieces) + 1
@@ -174,12 +200,23 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
             processed[rows, tokens] = scores[rows, tokens]
 
         rows = torch.arange(input_ids.shape[0])
-        if input_ids.shape[1] == 1:  # the first token: an output opens with a bracket
-            allow(rows[:, None], vocabulary.opening_first[None, :])
-            return processed
         sentence = rows // (input_ids.shape[0] // self.sentences)
-        is_leaf = vocabulary.tag_tokens if self.pieces is None else vocabulary.leaf_tokens
-        at = _Prefixes.of(input_ids[:, 1:].cpu(), vocabulary, is_leaf)
+        leaf_tokens = vocabulary.leaf_tokens.nonzero()[:, 0].to(device)
+
+        def give_leaf_mass(leaf_rows: torch.Tensor, pieces: torch.Tensor) -> None:
+            leaf_rows = leaf_rows.to(device)
+            sums = torch.logsumexp(scores.index_select(0, leaf_rows).index_select(1, leaf_tokens), dim=-1)
+            processed[leaf_rows, pieces.to(device)] = sums
+
+        if input_ids.shape[1] == 1:  # the first token: an output opens with a bracket, or in order its first word
+            if not self.in_order:
+                allow(rows[:, None], vocabulary.opening_first[None, :])
+            elif self.pieces is None:
+                allow(rows[:, None], vocabulary.first_tag_tokens.nonzero()[:, 0][None, :])
+            else:
+                give_leaf_mass(rows, self.pieces[sentence, 0])
+            return processed
+        at = _Prefixes.of(input_ids[:, 1:].cpu(), vocabulary, self.is_leaf)
         if self.pieces is None:
             word, place, next_piece = at.leaves, torch.zeros_like(at.leaves), None
         else:
@@ -188,10 +225,23 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
             next_piece = self.pieces[sentence, column]
         words = self.words[sentence]
         open_ = at.depth > 0
-        mid_word = open_ & (place > 0)  # only the word's next piece
-        free = open_ & ~mid_word
-        leaf = free & (word < words)
-        allow(rows[~open_], torch.tensor(vocabulary.eos_token_id))
+        mid_word = (place > 0) & (open_ | self.in_order)  # only the word's next piece (in order, the first word too)
+        free = ~mid_word
+        leaf = free & open_ & (word < words)
+        if self.in_order:
+            # A bracket opens after a finished leaf or constituent (its first child); the root closes early only
+            # where another bracket may still open above it; the output ends after a closing bracket (and stays so).
+            last = input_ids[:, -1].cpu()
+            finished = self.is_leaf[last] | (vocabulary.closing_label[last] >= 0)
+            opens = free & finished & (at.opened < MAX_OPENED_IN_A_ROW)
+            closes = free & open_ & ((at.depth > 1) | (word == words) | (at.opened < MAX_OPENED_IN_A_ROW))
+            ended = (vocabulary.closing_label[last] >= 0) | (last == vocabulary.eos_token_id)
+            ends = free & ~open_ & (word == words) & ended
+        else:
+            opens = leaf & (at.opened < MAX_OPENED_IN_A_ROW)
+            closes = free & open_ & at.holds_word & ((at.depth > 1) | (word == words))
+            ends = ~open_
+        allow(rows[ends], torch.tensor(vocabulary.eos_token_id))
         if next_piece is not None:
             allow(rows[leaf], next_piece[leaf])
             # A word's later pieces are the grammar's choice, not the model's: log-probability 0, so that a miscopied
@@ -201,14 +251,10 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
             leaf_rows = rows[leaf].to(device)
             tags = vocabulary.tag_tokens.to(device)
             processed[leaf_rows] = torch.where(tags, scores[leaf_rows], processed[leaf_rows])
-        allow(rows[leaf & (at.opened < MAX_OPENED_IN_A_ROW)][:, None], vocabulary.opening[None, :])
-        closes = free & at.holds_word & ((at.depth > 1) | (word == words))
+        allow(rows[opens][:, None], vocabulary.opening[None, :])
         allow(rows[closes], vocabulary.closing[at.label[closes]])
         if next_piece is not None and leaf.any():
-            leaf_rows = rows[leaf].to(device)
-            leaf_tokens = vocabulary.leaf_tokens.nonzero()[:, 0].to(device)
-            sums = torch.logsumexp(scores.index_select(0, leaf_rows).index_select(1, leaf_tokens), dim=-1)
-            processed[leaf_rows, next_piece[leaf].to(device)] = sums
+            give_leaf_mass(rows[leaf], next_piece[leaf])
         return processed
 
     def for_sentences(self, kept: torch.LongTensor) -> "TreeGrammarLogitsProcessor":
@@ -223,11 +269,15 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
         return narrowed
 
 
-def tree_grammar_for(tokenizer, leaves: str) -> Callable[[list[str]], LogitsProcessorList]:
+def tree_grammar_for(
+    tokenizer, leaves: str, linearization: str = "top-down"
+) -> Callable[[list[str]], LogitsProcessorList]:
     """For `generate_texts(..., processors_for_batch=...)`: the grammar of each decoding batch's sentences, over a
-    vocabulary read once. A tokenizer without one-token brackets is a ValueError here, before any decoding."""
+    vocabulary read once, for trees with `leaves` in `linearization` (the model's `config.tree_leaves` and
+    `config.linearization`). A tokenizer without one-token brackets is a ValueError here, before any decoding."""
     _check_leaves(leaves)
     vocabulary = TreeVocabulary.of(tokenizer)
+    TreeGrammarLogitsProcessor(tokenizer, ["."], leaves, vocabulary, linearization)  # its errors, at once
     return lambda sentences: LogitsProcessorList(
-        [TreeGrammarLogitsProcessor(tokenizer, sentences, leaves, vocabulary)]
+        [TreeGrammarLogitsProcessor(tokenizer, sentences, leaves, vocabulary, linearization)]
     )

@@ -1,22 +1,44 @@
 """Trees as token sequences (Vinyals et al., 2015) and back: linearization, and the repair of any model output."""
 
+from collections.abc import Callable
+
+from ..configuration_vanilla import LINEARIZATIONS
 from .trees import Tree, parse_tree
 
 PLACEHOLDER = "XX"
 
 
-def linearize(tree: str, with_pos: bool = False, with_words: bool = False) -> str:
+def linearize(tree: str, with_pos: bool = False, with_words: bool = False, linearization: str = "top-down") -> str:
     """Vinyals et al. (2015): `(S (NP XX XX )NP (VP XX (NP XX XX )NP )VP XX )S`. Each word becomes `XX`, its POS
-    tag with `with_pos=True`, or stays itself with `with_words=True` (`(S (NP The cat )NP ...`)."""
+    tag with `with_pos=True`, or stays itself with `with_words=True` (`(S (NP The cat )NP ...`). `linearization=
+    "in-order"` writes each label after its constituent's first child instead (Liu & Zhang, 2017): `XX (NP XX )NP
+    (S XX (VP XX (NP XX )NP )VP XX )S`."""
     if with_pos and with_words:
         raise ValueError("linearize: with_pos and with_words exclude each other.")
+    check_linearization(linearization)
 
-    symbols = {
-        "open": lambda node: f"({node.label}",
-        "close": lambda node: f"){node.label}",
-        "leaf": lambda node: node.children[0] if with_words else node.label if with_pos else PLACEHOLDER,
-    }
+    def leaf(node: Tree) -> str:
+        return node.children[0] if with_words else node.label if with_pos else PLACEHOLDER
+
+    if linearization == "in-order":
+        return " ".join(_in_order(parse_tree(tree), leaf))
+    symbols = {"open": lambda node: f"({node.label}", "close": lambda node: f"){node.label}", "leaf": leaf}
     return " ".join(symbols[event](node) for event, node in parse_tree(tree).walk())
+
+
+def check_linearization(linearization: str) -> None:
+    """A ValueError naming the choices for anything but one of `LINEARIZATIONS`."""
+    if linearization not in LINEARIZATIONS:
+        raise ValueError(f"linearization must be one of {list(LINEARIZATIONS)}, got {linearization!r}")
+
+
+def _in_order(node: Tree, leaf: Callable[[Tree], str]) -> list[str]:
+    """The in-order symbols of `node`: its first child's, its label, its other children's, its closing bracket."""
+    if node.is_preterminal:
+        return [leaf(node)]
+    first, *rest = node.children
+    return [*_in_order(first, leaf), f"({node.label}", *(s for child in rest for s in _in_order(child, leaf)),
+            f"){node.label}"]  # fmt: skip
 
 
 def _without_brackets(symbol: str) -> str:
@@ -24,12 +46,16 @@ def _without_brackets(symbol: str) -> str:
     return symbol.replace("(", "").replace(")", "")
 
 
-def delinearize(linearized: str, words: list[str], tags: list[str] | None = None) -> str:
+def delinearize(
+    linearized: str, words: list[str], tags: list[str] | None = None, linearization: str = "top-down"
+) -> str:
     """A well-formed tree whose leaves are exactly `words`, from any model output: unmatched closing brackets are
     dropped, a mislabelled one closes the innermost open bracket, extra placeholders are ignored, missing ones are
     added at the end, constituents left without words are removed, brackets inside a label are dropped, and several
     top-level pieces are joined under a TOP root (which EVALB ignores). Preterminals take `tags`, else the placeholder
-    token itself when it is not XX. Words must be PTB words: no brackets (-LRB-, -RRB-), no whitespace."""
+    token itself when it is not XX. Words must be PTB words: no brackets (-LRB-, -RRB-), no whitespace. Under
+    `linearization="in-order"` an opening bracket takes the symbol before it (the last one written at that level) as
+    its first child."""
     if not words:
         raise ValueError("delinearize needs at least one word.")
     for number, word in enumerate(words, 1):
@@ -40,6 +66,7 @@ def delinearize(linearized: str, words: list[str], tags: list[str] | None = None
             )
     if tags is not None and len(tags) != len(words):
         raise ValueError(f"{len(tags)} tags for {len(words)} words.")
+    check_linearization(linearization)
     root = Tree("TOP")
     stack = [root]
     position = 0
@@ -51,8 +78,10 @@ def delinearize(linearized: str, words: list[str], tags: list[str] | None = None
     for token in linearized.split():
         if token.startswith("("):
             if label := _without_brackets(token[1:]):  # a lone "(" opens nothing
-                node = Tree(label)
-                stack[-1].children.append(node)
+                node, siblings = Tree(label), stack[-1].children
+                if linearization == "in-order" and siblings:
+                    node.children.append(siblings.pop())
+                siblings.append(node)
                 stack.append(node)
         elif token.startswith(")"):
             if len(stack) > 1:
@@ -78,18 +107,24 @@ def delinearize(linearized: str, words: list[str], tags: list[str] | None = None
     return str(pruned)
 
 
-def tree_from_output(output: str, words: list[str], leaves: str = "placeholder") -> str:
+def tree_from_output(
+    output: str, words: list[str], leaves: str = "placeholder", linearization: str = "top-down"
+) -> str:
     """`delinearize` for a parser whose trees have `leaves` (`placeholder`, `pos` or `words`, as the model's
-    `config.tree_leaves`): copied words are not tags, so their preterminals get the XX placeholder."""
-    return delinearize(output, words, [PLACEHOLDER] * len(words) if leaves == "words" and words else None)
+    `config.tree_leaves`) in its `linearization` (`config.linearization`): copied words are not tags, so their
+    preterminals get the XX placeholder."""
+    tags = [PLACEHOLDER] * len(words) if leaves == "words" and words else None
+    return delinearize(output, words, tags, linearization)
 
 
-def linearize_leaves(tree: str, leaves: str = "placeholder") -> str:
-    """`linearize` with the leaves a parser emits: `placeholder`, `pos` or `words` (as `config.tree_leaves`)."""
-    return linearize(tree, with_pos=leaves == "pos", with_words=leaves == "words")
+def linearize_leaves(tree: str, leaves: str = "placeholder", linearization: str = "top-down") -> str:
+    """`linearize` with the leaves a parser emits: `placeholder`, `pos` or `words` (as `config.tree_leaves`), in its
+    `linearization` (`config.linearization`)."""
+    return linearize(tree, with_pos=leaves == "pos", with_words=leaves == "words", linearization=linearization)
 
 
-def needed_repair(output: str, words: list[str], leaves: str = "placeholder") -> bool:
+def needed_repair(output: str, words: list[str], leaves: str = "placeholder", linearization: str = "top-down") -> bool:
     """Whether `delinearize` had to change a parser's output (unbalanced or mislabelled brackets, a wrong number of
     leaves, empty constituents, several top-level pieces; with copied words, also any word not copied exactly)."""
-    return linearize_leaves(tree_from_output(output, words, leaves), leaves) != " ".join(output.split())
+    repaired = tree_from_output(output, words, leaves, linearization)
+    return linearize_leaves(repaired, leaves, linearization) != " ".join(output.split())

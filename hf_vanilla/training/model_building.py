@@ -11,7 +11,7 @@ from .context import RunContext
 from .preflight import PreflightError
 
 # Fields that decide what a trained model's parameters compute: a loaded model keeps its own.
-KEPT_BY_LOADED_MODEL = ("pointer_generator", "tree_leaves")
+KEPT_BY_LOADED_MODEL = ("pointer_generator", "tree_leaves", "linearization")
 
 
 def flag_text(name: str, value) -> str:

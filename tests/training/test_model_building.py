@@ -115,6 +115,9 @@ def test_a_loaded_model_keeps_its_architecture_and_takes_the_training_flags(save
     parse = recipe("ptb_parse").Arguments(preset="demo", init_from=saved_copier, tree_leaves="pos")
     with pytest.raises(PreflightError, match="^--tree-leaves pos: --init-from's model has tree_leaves='words'"):
         run_config(resolve(parse, PARSING_PRESETS), "parsing")
+    parse = recipe("ptb_parse").Arguments(preset="demo", init_from=saved_copier, linearization="in-order")
+    with pytest.raises(PreflightError, match="^--linearization in-order: --init-from's model has linearization='top"):
+        run_config(resolve(parse, PARSING_PRESETS), "parsing")
     with pytest.raises(PreflightError, match="with these flags: .*pointer_generator needs attention_dropout=0"):
         run_config(summarize_settings(preset="tiny", init_from=saved_copier, attention_dropout=0.1), "summarization")
     with pytest.raises(PreflightError, match="^--init-from /no/such/model: "):

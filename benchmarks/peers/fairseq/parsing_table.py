@@ -39,7 +39,8 @@ def _tree_rows(s: dict) -> list[Row]:
     return [
         Row(
             "pairs",
-            f"words -> linearized tree with tree_leaves={s['tree_leaves']} (`as_pairs`: `(S (NP The cat )NP ...`)",
+            f"words -> linearized tree with tree_leaves={s['tree_leaves']}, linearization "
+            f"{s.get('linearization', 'top-down')} (`as_pairs`: `(S (NP The cat )NP ...` top-down)",
             "the exported pairs, the recipe's own",
         ),
         Row(
