@@ -46,7 +46,7 @@ class Arguments(CopySettings):
         metadata={
             "help": "The order the output trees are written in: top-down (the paper's, Vinyals et al., 2015: "
             "`(S (NP The cat )NP ...`) or in-order (Liu & Zhang, 2017: each label after its first child, `The (NP cat "
-            ")NP (S ...`); default: the preset's (top-down). EVALB scores the recovered trees either way."
+            ")NP (S ...`); default: the preset's (demo: in-order). EVALB scores the recovered trees either way."
         },
     )
     tree_grammar: bool = field(

@@ -177,6 +177,9 @@ def test_ten_thousand_nested_brackets_are_a_tree_not_a_recursion_error(tmp_path)
     assert tree_words(clean) == ["a", "b"] and clean.count("(S ") == depth
     linearized = linearize(clean)
     assert delinearize(linearized, ["a", "b"], tree_tags(clean)) == clean
+    in_order = linearize(clean, linearization="in-order")  # written without recursion too
+    assert in_order.startswith("XX (S XX )S (S )S")
+    assert delinearize(in_order, ["a", "b"], tree_tags(clean), "in-order") == clean
     assert evalb([clean], [clean])["f1"] == 100.0
     unclosed = "(S " * depth + "XX"  # a model's runaway output
     assert tree_words(delinearize(unclosed, ["a", "b"])) == ["a", "b"]

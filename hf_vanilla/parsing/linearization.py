@@ -32,13 +32,21 @@ def check_linearization(linearization: str) -> None:
         raise ValueError(f"linearization must be one of {list(LINEARIZATIONS)}, got {linearization!r}")
 
 
-def _in_order(node: Tree, leaf: Callable[[Tree], str]) -> list[str]:
-    """The in-order symbols of `node`: its first child's, its label, its other children's, its closing bracket."""
-    if node.is_preterminal:
-        return [leaf(node)]
-    first, *rest = node.children
-    return [*_in_order(first, leaf), f"({node.label}", *(s for child in rest for s in _in_order(child, leaf)),
-            f"){node.label}"]  # fmt: skip
+def _in_order(root: Tree, leaf: Callable[[Tree], str]) -> list[str]:
+    """The in-order symbols of `root`: a constituent's first child's, its label, its other children's, its closing
+    bracket. A stack of what is still to write, not recursion: a tree may nest thousands deep."""
+    symbols: list[str] = []
+    to_write: list[Tree | str] = [root]
+    while to_write:
+        item = to_write.pop()
+        if isinstance(item, str):
+            symbols.append(item)
+        elif item.is_preterminal:
+            symbols.append(leaf(item))
+        else:
+            first, *rest = item.children
+            to_write += [f"){item.label}", *reversed(rest), f"({item.label}", first]
+    return symbols
 
 
 def _without_brackets(symbol: str) -> str:
