@@ -201,10 +201,8 @@ class TreeGrammarLogitsProcessor(LogitsProcessor):
 
         rows = torch.arange(input_ids.shape[0])
         sentence = rows // (input_ids.shape[0] // self.sentences)
-        leaf_tokens = vocabulary.leaf_tokens.nonzero()[:, 0].to(device)
-
         def give_leaf_mass(leaf_rows: torch.Tensor, pieces: torch.Tensor) -> None:
-            leaf_rows = leaf_rows.to(device)
+            leaf_rows, leaf_tokens = leaf_rows.to(device), vocabulary.leaf_tokens.nonzero()[:, 0].to(device)
             sums = torch.logsumexp(scores.index_select(0, leaf_rows).index_select(1, leaf_tokens), dim=-1)
             processed[leaf_rows, pieces.to(device)] = sums
 
