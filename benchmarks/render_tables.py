@@ -433,7 +433,7 @@ def verdict_notes(task: str, groups: dict[Key, list[dict]], references: set) -> 
     baseline, what each relabelled peer record was (its `relabelled`), and the rows of issue 63 still owed."""
     today, notes = todays_machine(), []
     if any(where != today for where, _, _ in groups):
-        notes.append(f"Today's machine, the newest records': {today}; a row on another is not yet measured on it.")
+        notes.append(f"Today's machine (the newest records'): {today}.")
     others = sorted(name for name in references - {SPEED_REFERENCES[0]} if name)
     notes += [f"Speeds beside `{name}`'s where a machine has no `{SPEED_REFERENCES[0]}` run." for name in others]
     if baseline := trivial_baseline(task):
@@ -441,12 +441,53 @@ def verdict_notes(task: str, groups: dict[Key, list[dict]], references: set) -> 
             f"The trivial baseline, {baseline['baseline']} (`benchmarks/results/{baseline['record_file']}`), scores "
             f"{number(baseline['quality']['value'], 2)} on the same test split."
         )
+    notes += sweep_notes(groups)
     relabelled = {r["system"]: r["relabelled"] for runs in groups.values() for r in runs if "relabelled" in r}
     notes += [f"`{system}`: {note}." for system, note in relabelled.items() if not system.startswith("hf_vanilla")]
     if owed := owed_rows(task):
         notes.append(
-            f"Owed on {today} at today's preset, {SEEDS_OWED} seeds each run alone (issue 63; the seeds there now): "
+            f"Owed by issue 63 on {today}, {SEEDS_OWED} seeds each run alone at today's preset (the seeds so far): "
             f"{', '.join(owed)}."
+        )
+    return notes
+
+
+def validation_perplexity(run: dict) -> float | None:
+    """A peer run's last validation perplexity, as the peer computes it (OpenNMT-py's and fairseq's `valid_ppl`,
+    Sockeye's `validation_perplexity`): comparable between learning rates of one peer, not between peers."""
+    stats = run.get("train_stats", {})
+    return stats.get("valid_ppl", stats.get("validation_perplexity"))
+
+
+def sweep_notes(groups: dict[Key, list[dict]]) -> list[str]:
+    """A sentence for each peer system run at more than one learning rate on today's machine at one preset (issue
+    63's sweep): each rate's peak, seeds and validation perplexity (mean), and the rate that validation chooses (the
+    lowest perplexity; none where a rate's runs recorded none)."""
+    sweeps: dict[tuple, list[tuple[dict, list[dict]]]] = {}
+    for (where, _, preset), runs in groups.items():
+        settings = runs[0].get("resolved_settings", {})
+        peer = not runs[0]["system"].startswith("hf_vanilla") and {"lr_scale", "peak_lr"} <= set(settings)
+        if peer and where == todays_machine():
+            sweeps.setdefault((where, runs[0]["system"], preset), []).append((settings, runs))
+    notes = []
+    for (_, system, _), rates in sweeps.items():
+        if len(rates) < 2:
+            continue
+        parts, chosen = [], {}
+        for settings, runs in sorted(rates, key=lambda rate: -(rate[0].get("peer_lr_scale") or rate[0]["lr_scale"])):
+            scale = settings.get("peer_lr_scale") or settings["lr_scale"]
+            peak = settings["peak_lr"] * scale / settings["lr_scale"]  # the peak is proportional to the scale
+            perplexities = [validation_perplexity(r) for r in runs]
+            chosen[f"{scale:g}"] = statistics.mean(perplexities) if None not in perplexities else None
+            found = chosen[f"{scale:g}"]
+            parts.append(
+                f"{scale:g} (peak {peak:.2g}, seed{'s' * (len(runs) > 1)} {seeds(runs)}) "
+                f"{'none' if found is None else number(found, 2)}"
+            )
+        pick = min(chosen, key=chosen.get) if None not in chosen.values() else None
+        verdict = f"validation chooses {pick}" if pick else "no choice by validation"
+        notes.append(
+            f"`{system}` on today's machine by lr_scale, validation perplexity: {', '.join(parts)}: {verdict}."
         )
     return notes
 

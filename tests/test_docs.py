@@ -205,7 +205,8 @@ def test_every_record_names_its_machine_through_one_function():
     assert [name for name, machine in names.items() if not machine or "None" in machine] == []
     for name, run in records.items():
         if name.startswith("peers-"):  # the CPU model where the record names it, else one name for all that do not
-            assert names[name].startswith(run["device"].get("cpu_model") or "2-core x86_64 (model not recorded)")
+            named = run.get("environment", {}).get("machine", run["device"]).get("cpu_model")  # header, else device
+            assert names[name].startswith(named or "2-core x86_64 (model not recorded)")
     header = {"machine": {"cpu_model": "AMD EPYC 9654", "processor": "x86_64", "cores": 2, "gpu": None}}
     assert render_tables.machine({"environment": header}) == "AMD EPYC 9654 (2-core x86_64)"
     assert render_tables.machine({"environment": {"machine": {**header["machine"], "gpu": "NVIDIA H200"}}}) == (

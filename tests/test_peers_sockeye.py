@@ -196,7 +196,8 @@ def test_sockeye_s_logs_are_read_back():
 
 
 FAKE_TRAIN = """
-import pathlib, sys
+import os, pathlib, sys
+print("MKL_DEBUG_CPU_TYPE", os.environ.get("MKL_DEBUG_CPU_TYPE"))
 args = sys.argv[1:]
 model = pathlib.Path(args[args.index("--output") + 1])
 model.mkdir(parents=True)
@@ -214,7 +215,8 @@ output.write_text(" ".join(pathlib.Path(path).read_text() for path in inputs))
 print("averaged", *inputs)
 """
 FAKE_TRANSLATE = """
-import pathlib, sys
+import os, pathlib, sys
+print("MKL_DEBUG_CPU_TYPE", os.environ.get("MKL_DEBUG_CPU_TYPE"))
 args = sys.argv[1:]
 source = pathlib.Path(args[args.index("--input") + 1]).read_text().splitlines()
 model = pathlib.Path(args[args.index("--models") + 1])
@@ -252,6 +254,19 @@ def test_a_run_averages_the_newest_checkpoints_and_decodes_every_test_sentence(j
     assert [command.split()[0].rsplit("/", 1)[-1] for command in done.commands] == [
         "sockeye-train", "sockeye-average", "sockeye-translate"]  # fmt: skip
     assert json.loads((job.work / "vocab.json").read_text())["Ġc"] == 6
+    # Sockeye's torch 1.13.1 links MKL 2020.0, whose fast kernels an AMD CPU gets only by a variable (mkl_fast_path)
+    expected = sockeye_runner.mkl_fast_path().get("MKL_DEBUG_CPU_TYPE")
+    for log in ("train.log", "translate.log"):
+        assert f"MKL_DEBUG_CPU_TYPE {expected}" in (job.work / log).read_text()
+
+
+def test_an_amd_cpu_gets_mkl_2020_s_avx2_kernels_and_an_intel_cpu_keeps_mkl_s_choice(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n")
+    assert sockeye_runner.mkl_fast_path(cpuinfo) == {"MKL_DEBUG_CPU_TYPE": "5"}
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\n")
+    assert sockeye_runner.mkl_fast_path(cpuinfo) == {}
+    assert sockeye_runner.mkl_fast_path(tmp_path / "absent") == {}
 
 
 def test_a_missing_hypothesis_or_a_failed_command_is_a_clear_error(job, tmp_path):

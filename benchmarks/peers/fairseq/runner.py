@@ -95,11 +95,15 @@ def logged_json(text: str) -> list[dict]:
 
 
 def train_figures(log_text: str) -> dict:
-    """The last end-of-epoch training figures (`train_wps`: target tokens a second, `train_wall`, ...) as numbers."""
-    epochs = [entry for entry in logged_json(log_text) if "train_wps" in entry]
+    """The last end-of-epoch training figures (`train_wps`: target tokens a second, `train_wall`, ...) as numbers,
+    with the last validation's perplexity (`valid_ppl`, fairseq's 2 ** valid_nll_loss) where it validated."""
+    entries = logged_json(log_text)
+    epochs = [entry for entry in entries if "train_wps" in entry]
     if not epochs:
         raise ValueError("fairseq-train logged no end-of-epoch figures")
-    return {key: float(value) for key, value in epochs[-1].items() if _is_number(value)}
+    figures = {key: float(value) for key, value in epochs[-1].items() if _is_number(value)}
+    validations = [entry for entry in entries if _is_number(entry.get("valid_ppl"))]
+    return figures | ({"valid_ppl": float(validations[-1]["valid_ppl"])} if validations else {})
 
 
 def target_tokens_per_second(log_text: str) -> dict:

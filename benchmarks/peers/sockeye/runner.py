@@ -25,6 +25,10 @@ PERPLEXITY = re.compile(r"Checkpoint \[(\d+)\]\t(Train|Validation)-ppl=(\S+)")
 LEARNING_RATE = re.compile(r"Checkpoint \[(\d+)\]\tLearning-rate=(\S+)")
 # sockeye.translate's last line.
 TRANSLATED = re.compile(r"Processed (\d+) lines\. Total time: ([\d.]+), sec/sent: ([\d.]+), sent/sec: ([\d.]+)")
+# Sockeye 3.1.34 needs torch < 1.14, whose wheels link MKL 2020.0: on a CPU not made by Intel that MKL runs its generic
+# kernels (a 2000x128 by 128x512 product: 27 GFLOP/s against 94 on one AMD EPYC core) unless this variable, which only
+# MKL up to 2020.0 reads, sends it to its AVX2 ones (`mkl_fast_path`). Without it an AMD CPU times MKL's vendor check.
+MKL_FAST_PATH = {"MKL_DEBUG_CPU_TYPE": "5"}
 PARAMS = re.compile(r"params\.(\d{5})")  # sockeye.constants.PARAMS_NAME, one a checkpoint (00000: the start)
 TOKENS_BASIS = (
     "Sockeye's checkpoint lines: Samples (pairs trained) / the sum of their Time-cost (training seconds, validation "
@@ -145,12 +149,19 @@ def translate_command(job: PeerJob, model: Path, output: Path) -> list[str]:
     ]
 
 
+def mkl_fast_path(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
+    """`MKL_FAST_PATH` on a CPU whose vendor is not Intel (an Intel CPU keeps MKL's own choice, AVX-512 included);
+    nothing where the vendor cannot be read."""
+    vendor = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo.read_text(), re.M) if cpuinfo.is_file() else None
+    return MKL_FAST_PATH if vendor and vendor[1] != "GenuineIntel" else {}
+
+
 def run_sockeye(job: PeerJob) -> PeerRun:
     """Writes the vocabulary JSON, trains with the settings' flags, averages the newest checkpoints and decodes the
     test split (every pair, checked) at the demo's beam; logs in the job's folder."""
     work = job.work
     work.mkdir(parents=True, exist_ok=True)
-    env, commands = environment(job.threads), []
+    env, commands = environment(job.threads, **mkl_fast_path()), []
     vocab, model, output = work / "vocab.json", work / "model", work / "test.hyp"
     write_vocabulary(job.data / "dict.txt", vocab)
     train_seconds = run_logged(train_command(job, vocab, model), work / "train.log", env, commands)

@@ -225,6 +225,13 @@ def _training_rows(s: dict) -> list[Row]:
     schedule = f"{s['lr_scale']} * d^-0.5 * min(n^-0.5, n w^-1.5), peak {s['peak_lr']:.6g}"
     return [
         Row(
+            "BLAS",
+            "torch's own (2.x: MKL or oneDNN that dispatch by instruction set)",
+            "MKL_DEBUG_CPU_TYPE=5 on a CPU not made by Intel (runner.mkl_fast_path)",
+            "Sockeye's torch < 1.14 links MKL 2020.0, which gives such a CPU its generic kernels; the variable gives "
+            "it the AVX2 ones (3.5x the matrix products on an AMD EPYC); an Intel CPU keeps MKL's choice",
+        ),
+        Row(
             "Adam betas",
             f"({s['adam_betas'][0]}, {s['adam_betas'][1]})",
             f"--optimizer adam --optimizer-betas {betas}",
