@@ -507,7 +507,8 @@ def owed_rows(task: str) -> list[str]:
 def peer_cell(task: str, groups: dict[Key, list[dict]], peer: str) -> str:
     """The README's cell of `peer` on `task`: hf_vanilla's mean against the peer's best row's, on the row's machine,
     and the peer's speeds as a multiple of hf_vanilla's there. The best row: on today's machine before another, at
-    today's preset before a former, above the trivial baseline before under it, then by its mean."""
+    today's preset before a former, above the trivial baseline before under it, a setting the runner still runs
+    before a relabelled record's (`relabelled`: a former setting, such as `sockeye-mkl-generic`), then by its mean."""
     keys = [key for key in groups if toolkit(key[1]) == TOOLKITS[peer]]
     if not keys:
         return "owed" if peer in REQUIRED.get(task, ()) else "–"
@@ -519,6 +520,7 @@ def peer_cell(task: str, groups: dict[Key, list[dict]], peer: str) -> str:
             key[0] == today,
             not key[2],
             not under_baseline(task, runs),
+            not any("relabelled" in r for r in runs),
             statistics.mean([r["quality"]["value"] for r in runs]),
         )
 

@@ -476,6 +476,9 @@ def test_the_readme_verdict_is_each_peers_best_row_beside_hf_vanilla_on_its_mach
     ]
     legend = " ".join(lines[4:])
     assert "Today's machine: AMD EPYC (2-core x86_64), 2 threads." in legend and "Owed: asked by issue 63" in legend
+    # A relabelled record ran a setting the runner no longer runs: never the peer's best row, whatever its score.
+    peer_record(tmp_path, "fairseq-old-kernels", 3, 30.0, 100.0, "AMD EPYC", date="2026-11-28", relabelled="former")
+    assert render_tables.readme_verdict_block().splitlines()[2].startswith("| translation, sacreBLEU | 22.00 vs 20.00")
 
 
 def test_a_run_beside_other_work_is_marked_shared(monkeypatch):
