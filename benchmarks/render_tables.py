@@ -441,7 +441,7 @@ def verdict_notes(task: str, groups: dict[Key, list[dict]], references: set) -> 
             f"The trivial baseline, {baseline['baseline']} (`benchmarks/results/{baseline['record_file']}`), scores "
             f"{number(baseline['quality']['value'], 2)} on the same test split."
         )
-    notes += sweep_notes(groups)
+    notes += sweep_notes(groups, today)
     relabelled = {r["system"]: r["relabelled"] for runs in groups.values() for r in runs if "relabelled" in r}
     notes += [f"`{system}`: {note}." for system, note in relabelled.items() if not system.startswith("hf_vanilla")]
     if owed := owed_rows(task):
@@ -459,27 +459,27 @@ def validation_perplexity(run: dict) -> float | None:
     return stats.get("valid_ppl", stats.get("validation_perplexity"))
 
 
-def sweep_notes(groups: dict[Key, list[dict]]) -> list[str]:
-    """A sentence for each peer system run at more than one learning rate on today's machine at one preset (issue
+def sweep_notes(groups: dict[Key, list[dict]], today: str | None) -> list[str]:
+    """A sentence for each peer system run at more than one learning rate on `today`'s machine at one preset (issue
     63's sweep): each rate's peak, seeds and validation perplexity (mean), and the rate that validation chooses (the
     lowest perplexity; none where a rate's runs recorded none)."""
-    sweeps: dict[tuple, list[tuple[dict, list[dict]]]] = {}
+    from benchmarks.peers.common.settings import peer_rate
+
+    sweeps: dict[tuple[str, str], list[tuple[tuple[float, float], list[dict]]]] = {}
     for (where, _, preset), runs in groups.items():
         settings = runs[0].get("resolved_settings", {})
         peer = not runs[0]["system"].startswith("hf_vanilla") and {"lr_scale", "peak_lr"} <= set(settings)
-        if peer and where == todays_machine():
-            sweeps.setdefault((where, runs[0]["system"], preset), []).append((settings, runs))
+        if peer and where == today:
+            sweeps.setdefault((runs[0]["system"], preset), []).append((peer_rate(settings), runs))
     notes = []
-    for (_, system, _), rates in sweeps.items():
+    for (system, _), rates in sweeps.items():
         if len(rates) < 2:
             continue
         parts, chosen = [], {}
-        for settings, runs in sorted(rates, key=lambda rate: -(rate[0].get("peer_lr_scale") or rate[0]["lr_scale"])):
-            scale = settings.get("peer_lr_scale") or settings["lr_scale"]
-            peak = settings["peak_lr"] * scale / settings["lr_scale"]  # the peak is proportional to the scale
+        for (scale, peak), runs in sorted(rates, key=lambda rate: -rate[0][0]):
             perplexities = [validation_perplexity(r) for r in runs]
-            chosen[f"{scale:g}"] = statistics.mean(perplexities) if None not in perplexities else None
-            found = chosen[f"{scale:g}"]
+            found = statistics.mean(perplexities) if None not in perplexities else None
+            chosen[f"{scale:g}"] = found
             parts.append(
                 f"{scale:g} (peak {peak:.2g}, seed{'s' * (len(runs) > 1)} {seeds(runs)}) "
                 f"{'none' if found is None else number(found, 2)}"
