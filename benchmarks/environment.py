@@ -1,7 +1,8 @@
-"""The one header every benchmark's record holds under `"environment"`: the machine (its CPU model, cores and GPU, if
-any), the Python, torch and transformers versions, the commit and the date.
+"""The one header every benchmark's record holds under `"environment"`: the machine (its CPU model, cores, GPU, if
+any, and the boot of its kernel), the Python, torch and transformers versions, the commit and the date.
 
-    {"machine": {"cpu_model": "AMD EPYC 9654 96-Core Processor", "processor": "x86_64", "cores": 2, "gpu": null},
+    {"machine": {"cpu_model": "AMD EPYC 9654 96-Core Processor", "processor": "x86_64", "cores": 2, "gpu": null,
+                 "boot_id": "d4efcd9a-d265-496c-97b7-b41d50de5707"},
      "python": "3.11.9", "torch": "2.13.0", "transformers": "5.24.0", "commit": "8532d85...",
      "date": "2026-11-29T00:30:00+00:00"}
 """
@@ -25,6 +26,16 @@ def cpu_model() -> str | None:
     return names[0] if names else None
 
 
+def boot_id() -> str | None:
+    """The running kernel's boot id (/proc/sys/kernel/random/boot_id), None where Linux gives none: two virtual
+    machines under one CPU name can run the same work 25% apart (docs/experiments.md, 2026-11-29), so speeds compare
+    within one boot only."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def gpu_name() -> str | None:
     """The first CUDA device's name, None where torch sees none."""
     import torch
@@ -42,12 +53,13 @@ def git_commit() -> str:
 
 
 def machine() -> dict:
-    """The machine a benchmark ran on: speeds compare on one CPU model (or one GPU) only."""
+    """The machine a benchmark ran on: speeds compare on one CPU model (or one GPU) and one boot only."""
     return {
         "cpu_model": cpu_model(),
         "processor": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
         "gpu": gpu_name(),
+        "boot_id": boot_id(),
     }
 
 

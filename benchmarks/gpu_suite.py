@@ -1,4 +1,4 @@
-"""Every GPU measurement the project still owes, in one command, within 25 minutes of a lent GPU.
+r"""Every GPU measurement the project still owes, in one command, within 25 minutes of a lent GPU.
 
     python -m benchmarks.gpu_suite --dry-run          # the plan: each step, its command and time budget (no GPU)
     python -m benchmarks.gpu_suite                    # all steps, results in benchmarks/results/
@@ -48,8 +48,19 @@ every step's raw output. The JSON:
       }
     }
 
-On the lent machine a command may run 10 minutes at most, so docs/benchmarks.md ("On a lent GPU") starts the suite
-detached and reads it back in later calls.
+On the lent machine a command may run 10 minutes at most, so the suite starts detached and is read back in later
+calls; its transformers (5.17) is older than the pin, so carry a wheel. Here:
+
+    python -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d .whl transformers==5.23.0 regex==2026.5.9
+
+then, in a `run` carrying `.whl` (HASH: `git rev-parse HEAD`, here):
+
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
+    PYTHONPATH=/tmp/site setsid nohup python3 -m benchmarks.gpu_suite --out /tmp/suite --commit HASH \
+      >/tmp/suite.out 2>&1 </dev/null & sleep 60; cat /tmp/suite.out
+
+and `run` `sleep 500; cat /tmp/suite.out; cp /tmp/suite/* $OUT/` until it prints `gpu_suite: done`; keep the files.
 """
 
 import argparse

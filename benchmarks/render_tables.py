@@ -48,7 +48,8 @@ def machine(run: dict) -> str:
     """The machine a record ran on, as the page names it, from whichever header the record has: the `environment`
     that `benchmarks/environment.py` writes (its `machine`), or the older headers: a peer run's `device` (a dict,
     naming the CPU model from 2026-11-27 on), compare_marian's and gpu_suite's `device` (a string: "cpu" or the GPU's
-    name), compare_engines' `setting` and pointer_generator_speed's `settings` (architecture, cores, threads)."""
+    name), compare_engines' `setting` and pointer_generator_speed's `settings` (architecture, cores, threads). A
+    header's `boot_id` names the boot as well: one CPU name has covered virtual machines 25% apart."""
     device = run.get("device")
     setting = next((s for s in (run.get("setting"), run.get("settings")) if isinstance(s, dict)), {})
     if "environment" in run:
@@ -64,7 +65,8 @@ def machine(run: dict) -> str:
     name = f"{cores}-core {architecture}" if cores else architecture
     name = f"{header['cpu_model']} ({name})" if header.get("cpu_model") else f"{name} (model not recorded)"
     threads = header.get("threads") or setting.get("threads")
-    return f"{name}, {threads} threads" if threads else name
+    name = f"{name}, {threads} threads" if threads else name
+    return f"{name}, boot {header['boot_id'][:8]}" if header.get("boot_id") else name
 
 
 def number(value: float, digits: int = 1) -> str:
@@ -223,6 +225,15 @@ README_PEERS = ("fairseq", "opennmt-py", "sockeye")
 # A task's trivial baseline, by its record (`python -m benchmarks.lead_baseline`): a row whose seeds never beat it is
 # not a measurement of its toolkit (issue 63).
 TRIVIAL_BASELINES = {"summarization": "lead-baseline-summarization.json"}
+# Why a peer system stays under its task's trivial baseline, where its code was found to say (issue 63): a sentence
+# under the verdict table of a task where it does (its figures in benchmarks/peers/README.md, linked).
+UNDER_BASELINE_WHY = {
+    "opennmt-py-no-copy": "OpenNMT-py's documented initialisation (`param_init_glorot`) draws its tied embeddings "
+    "Xavier-uniform, about a third of the sinusoids' scale once multiplied by sqrt(d), and the model learns to read "
+    "its documents late and little; with the embeddings alone drawn as the recipe's and fairseq's, the same run "
+    "scores in fairseq's transformer's range, and no stopping rule or length penalty lifts the recorded model "
+    "(the peers' manual, why the summarization figures differ)",
+}
 # The rows issue 63 asks of each task: at least `SEEDS_OWED` seeds each, each run alone, on today's machine at today's
 # preset; a verdict table names those still owed.
 REQUIRED = {
@@ -430,7 +441,9 @@ def verdict_block(task: str) -> str:
 
 def verdict_notes(task: str, groups: dict[Key, list[dict]], references: set) -> list[str]:
     """The sentences under a verdict table: today's machine, the speed references other than hf_vanilla, the trivial
-    baseline, what each relabelled peer record was (its `relabelled`), and the rows of issue 63 still owed."""
+    baseline, the learning-rate sweeps, why a peer stays under the baseline where that is found
+    (`UNDER_BASELINE_WHY`), what each relabelled peer record was (its `relabelled`), and the rows of issue 63 still
+    owed."""
     today, notes = todays_machine(), []
     if any(where != today for where, _, _ in groups):
         notes.append(f"Today's machine (the newest records'): {today}.")
@@ -442,6 +455,9 @@ def verdict_notes(task: str, groups: dict[Key, list[dict]], references: set) -> 
             f"{number(baseline['quality']['value'], 2)} on the same test split."
         )
     notes += sweep_notes(groups, today)
+    under = {runs[0]["system"] for runs in groups.values() if under_baseline(task, runs)}
+    notes += [f"`{system}` stays under the baseline: {UNDER_BASELINE_WHY[system]}." for system in sorted(under)
+              if system in UNDER_BASELINE_WHY]  # fmt: skip
     relabelled = {r["system"]: r["relabelled"] for runs in groups.values() for r in runs if "relabelled" in r}
     notes += [f"`{system}`: {note}." for system, note in relabelled.items() if not system.startswith("hf_vanilla")]
     if owed := owed_rows(task):
@@ -459,37 +475,63 @@ def validation_perplexity(run: dict) -> float | None:
     return stats.get("valid_ppl", stats.get("validation_perplexity"))
 
 
-def sweep_notes(groups: dict[Key, list[dict]], today: str | None) -> list[str]:
-    """A sentence for each peer system run at more than one learning rate on `today`'s machine at one preset (issue
-    63's sweep): each rate's peak, seeds and validation perplexity (mean), and the rate that validation chooses (the
-    lowest perplexity; none where a rate's runs recorded none)."""
+Rate = tuple[tuple[float, float], Key]  # a sweep's rate, (lr_scale, peak) by `peer_rate`, and its row
+
+
+def sweeps(groups: dict[Key, list[dict]], today: str | None) -> dict[tuple[str, str], list[Rate]]:
+    """Each peer system run at more than one learning rate on `today`'s machine at one preset (issue 63's sweep),
+    keyed (system, preset): its rates, highest first, each with its row."""
     from benchmarks.peers.common.settings import peer_rate
 
-    sweeps: dict[tuple[str, str], list[tuple[tuple[float, float], list[dict]]]] = {}
-    for (where, _, preset), runs in groups.items():
+    found: dict[tuple[str, str], list[Rate]] = {}
+    for key, runs in groups.items():
         settings = runs[0].get("resolved_settings", {})
         peer = not runs[0]["system"].startswith("hf_vanilla") and {"lr_scale", "peak_lr"} <= set(settings)
-        if peer and where == today:
-            sweeps.setdefault((runs[0]["system"], preset), []).append((peer_rate(settings), runs))
+        if peer and key[0] == today:
+            found.setdefault((runs[0]["system"], key[2]), []).append((peer_rate(settings), key))
+    return {name: sorted(rates, key=lambda rate: -rate[0][0]) for name, rates in found.items() if len(rates) > 1}
+
+
+def mean_validation_perplexity(runs: list[dict]) -> float | None:
+    """The runs' mean `validation_perplexity`, None where a run recorded none."""
+    perplexities = [validation_perplexity(r) for r in runs]
+    return statistics.mean(perplexities) if None not in perplexities else None
+
+
+def validation_choice(groups: dict[Key, list[dict]], rates: list[Rate]) -> Key | None:
+    """The row of a sweep's rates whose runs' mean validation perplexity is lowest; None where a rate's runs recorded
+    none."""
+    perplexities = {key: mean_validation_perplexity(groups[key]) for _, key in rates}
+    return None if None in perplexities.values() else min(perplexities, key=perplexities.get)
+
+
+def sweep_notes(groups: dict[Key, list[dict]], today: str | None) -> list[str]:
+    """A sentence for each of `today`'s sweeps (`sweeps`): each rate's peak, seeds and validation perplexity (mean),
+    and the rate that validation chooses (`validation_choice`)."""
     notes = []
-    for (system, _), rates in sweeps.items():
-        if len(rates) < 2:
-            continue
-        parts, chosen = [], {}
-        for (scale, peak), runs in sorted(rates, key=lambda rate: -rate[0][0]):
-            perplexities = [validation_perplexity(r) for r in runs]
-            found = statistics.mean(perplexities) if None not in perplexities else None
-            chosen[f"{scale:g}"] = found
+    for (system, _), rates in sweeps(groups, today).items():
+        parts, scales = [], {key: scale for (scale, _), key in rates}
+        for (scale, peak), key in rates:
+            runs, found = groups[key], mean_validation_perplexity(groups[key])
             parts.append(
                 f"{scale:g} (peak {peak:.2g}, seed{'s' * (len(runs) > 1)} {seeds(runs)}) "
                 f"{'none' if found is None else number(found, 2)}"
             )
-        pick = min(chosen, key=chosen.get) if None not in chosen.values() else None
-        verdict = f"validation chooses {pick}" if pick else "no choice by validation"
+        pick = validation_choice(groups, rates)
+        verdict = f"validation chooses {scales[pick]:g}" if pick else "no choice by validation"
         notes.append(
             f"`{system}` on today's machine by lr_scale, validation perplexity: {', '.join(parts)}: {verdict}."
         )
     return notes
+
+
+def unchosen_rates(groups: dict[Key, list[dict]], today: str | None) -> set[Key]:
+    """The rows of `today`'s sweeps at a rate their validation did not choose (none where it chooses none)."""
+    unchosen = set()
+    for rates in sweeps(groups, today).values():
+        if pick := validation_choice(groups, rates):
+            unchosen |= {key for _, key in rates if key != pick}
+    return unchosen
 
 
 def owed_rows(task: str) -> list[str]:
@@ -506,18 +548,23 @@ def owed_rows(task: str) -> list[str]:
 
 def peer_cell(task: str, groups: dict[Key, list[dict]], peer: str) -> str:
     """The README's cell of `peer` on `task`: hf_vanilla's mean against the peer's best row's, on the row's machine,
-    and the peer's speeds as a multiple of hf_vanilla's there. The best row: on today's machine before another, at
-    today's preset before a former, above the trivial baseline before under it, a setting the runner still runs
-    before a relabelled record's (`relabelled`: a former setting, such as `sockeye-mkl-generic`), then by its mean."""
-    keys = [key for key in groups if toolkit(key[1]) == TOOLKITS[peer]]
+    and the peer's speeds as a multiple of hf_vanilla's there. The best row: on today's machine before another (then
+    on the one with the most runs, as `verdict_groups` orders them), at today's preset before a former, above the
+    trivial baseline before under it, a setting the runner still runs before a relabelled record's (`relabelled`: a
+    former setting, such as `sockeye-mkl-generic`), then by its mean. Of a learning-rate sweep only the rate
+    validation chooses is a candidate (`unchosen_rates`): test scores pick no rate."""
+    today = todays_machine()
+    unchosen = unchosen_rates(groups, today)
+    keys = [key for key in groups if toolkit(key[1]) == TOOLKITS[peer] and key not in unchosen]
     if not keys:
         return "owed" if peer in REQUIRED.get(task, ()) else "–"
-    today = todays_machine()
+
+    machines = list(dict.fromkeys(where for where, _, _ in groups))  # today's first, then by their runs
 
     def rank(key: Key) -> tuple:
         runs = groups[key]
         return (
-            key[0] == today,
+            -machines.index(key[0]),
             not key[2],
             not under_baseline(task, runs),
             not any("relabelled" in r for r in runs),

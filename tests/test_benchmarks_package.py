@@ -111,7 +111,7 @@ def test_every_record_s_header_is_the_environment_module_s(script):
 def test_the_environment_names_the_machine_versions_commit_and_date():
     header = environment.environment()
     assert list(header) == ["machine", "python", "torch", "transformers", "commit", "date"]
-    assert set(header["machine"]) == {"cpu_model", "processor", "cores", "gpu"}
+    assert set(header["machine"]) == {"cpu_model", "processor", "cores", "gpu", "boot_id"}
     assert re.fullmatch(r"[0-9a-f]{40}|unknown", header["commit"])
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", header["date"])
     assert environment.environment(commit="abc")["commit"] == "abc"
@@ -125,3 +125,14 @@ def test_the_environment_names_the_cpu_model_where_linux_reports_it(tmp_path, mo
     assert environment.machine()["cpu_model"] == "AMD EPYC 7B13"
     cpuinfo.unlink()
     assert environment.cpu_model() is None
+
+
+def test_the_environment_names_the_boot_where_linux_reports_it(tmp_path, monkeypatch):
+    """Two virtual machines under one CPU name ran the same work 25% apart: the kernel's boot id tells them apart."""
+    boot = tmp_path / "boot_id"
+    boot.write_text("d4efcd9a-d265-496c-97b7-b41d50de5707\n")
+    real_path = environment.Path
+    monkeypatch.setattr(environment, "Path", lambda name: boot if name.endswith("boot_id") else real_path(name))
+    assert environment.machine()["boot_id"] == "d4efcd9a-d265-496c-97b7-b41d50de5707"
+    boot.unlink()
+    assert environment.boot_id() is None

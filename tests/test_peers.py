@@ -378,6 +378,10 @@ def test_a_row_never_above_the_trivial_baseline_is_no_measurement_of_its_toolkit
     notes = " ".join(render_tables.verdict_block("summarization").split())
     assert "lead-14 (`benchmarks/results/lead-baseline-summarization.json`), scores 15.00 on the same" in notes
     assert "`opennmt-py-force-copy-unpatched`: the old opennmt-py." in notes
+    assert "stays under the baseline" not in notes  # no cause found for these
+    monkeypatch.setattr(render_tables, "UNDER_BASELINE_WHY", {"fairseq-no-copy": "its reason", "fairseq": "none"})
+    notes = " ".join(render_tables.verdict_block("summarization").split())
+    assert "`fairseq-no-copy` stays under the baseline: its reason." in notes and "none." not in notes
     groups = render_tables.verdict_groups("summarization")
     assert render_tables.peer_cell("summarization", groups, "opennmt-py") == (
         "not a measurement: 3.90 at best, never above lead-14 (15.00)"
@@ -479,6 +483,14 @@ def test_the_readme_verdict_is_each_peers_best_row_beside_hf_vanilla_on_its_mach
     # A relabelled record ran a setting the runner no longer runs: never the peer's best row, whatever its score.
     peer_record(tmp_path, "fairseq-old-kernels", 3, 30.0, 100.0, "AMD EPYC", date="2026-11-28", relabelled="former")
     assert render_tables.readme_verdict_block().splitlines()[2].startswith("| translation, sacreBLEU | 22.00 vs 20.00")
+    # Of a learning-rate sweep, the rate validation chooses is the peer's row, though another scores higher on test.
+    preset, amd = {"lr_scale": 1.0, "peak_lr": 0.004}, dict(cpu_model="AMD EPYC", date="2026-11-28")
+    peer_record(tmp_path, "opennmt-py", 1, 19.0, 1000.0, **amd, resolved_settings=preset,
+                train_stats={"valid_ppl": 30.0})  # fmt: skip
+    peer_record(tmp_path, "opennmt-py", 1, 21.0, 1000.0, **amd, resolved_settings=preset | {"peer_lr_scale": 0.25},
+                train_stats={"valid_ppl": 40.0})  # fmt: skip
+    cells = render_tables.readme_verdict_block().splitlines()[2].split(" | ")
+    assert cells[2] == "22.00 vs 19.00 (1 seed each); speed 0.50× / 0.50×"
 
 
 def test_a_run_beside_other_work_is_marked_shared(monkeypatch):
