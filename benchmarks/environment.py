@@ -28,8 +28,8 @@ def cpu_model() -> str | None:
 
 def boot_id() -> str | None:
     """The running kernel's boot id (/proc/sys/kernel/random/boot_id), None where Linux gives none: two virtual
-    machines under one CPU name can run the same work 25% apart (docs/experiments.md, 2026-11-29), so speeds compare
-    within one boot only."""
+    machines under one CPU name have run the same work at different speeds (docs/experiments.md, 2026-11-29), so
+    speeds compare within one boot only."""
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
     except OSError:

@@ -49,7 +49,7 @@ def machine(run: dict) -> str:
     that `benchmarks/environment.py` writes (its `machine`), or the older headers: a peer run's `device` (a dict,
     naming the CPU model from 2026-11-27 on), compare_marian's and gpu_suite's `device` (a string: "cpu" or the GPU's
     name), compare_engines' `setting` and pointer_generator_speed's `settings` (architecture, cores, threads). A
-    header's `boot_id` names the boot as well: one CPU name has covered virtual machines 25% apart."""
+    header's `boot_id` names the boot as well: one CPU name has covered virtual machines of different speeds."""
     device = run.get("device")
     setting = next((s for s in (run.get("setting"), run.get("settings")) if isinstance(s, dict)), {})
     if "environment" in run:

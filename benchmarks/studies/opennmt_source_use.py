@@ -31,10 +31,10 @@ from hf_vanilla.tokenization import load_tokenizer
 from benchmarks.flag_checks import require_at_least
 from benchmarks.peers.common.pieces import text_from_pieces
 from benchmarks.peers.common.venvs import DEFAULT_ROOT, ensure_venv
-from benchmarks.peers.opennmt.summarization_table import summary_translate_flags
+from benchmarks.peers.comparison import work_folder
+from benchmarks.peers.opennmt.summarization_table import ONMT_TRAIN_MAIN, summary_translate_flags
 from benchmarks.peers.summarization import score_summary_file, summarization_settings
 
-RUN = Path("/tmp/peers/summarization-opennmt-py-no-copy-1")
 SYSTEM = "opennmt-py-no-copy"
 PROGRAM = "opennmt_source_use"
 GOLD = re.compile(r"GOLD SCORE: (-?[\d.]+)")
@@ -49,7 +49,6 @@ def init(param):
     return xavier(param)
 builder.xavier_uniform_ = init
 """
-TRAIN = "import sys\n{patch}from onmt.bin.train import main\nsys.argv[0] = 'onmt_train'\nmain()\n"
 
 
 def train(bin_folder: Path, run: Path, out: Path, updates: int, normal_embeddings: bool) -> Path:
@@ -59,7 +58,7 @@ def train(bin_folder: Path, run: Path, out: Path, updates: int, normal_embedding
     config.update(train_steps=updates, save_checkpoint_steps=updates, keep_checkpoint=1, save_model=str(out / "model"))
     (out / "train.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     patch = NORMAL_EMBEDDINGS.format(vocab=config["src_vocab_size"]) if normal_embeddings else ""
-    program = [str(bin_folder / "python"), "-c", TRAIN.format(patch=patch), "-config", str(out / "train.yaml")]
+    program = [str(bin_folder / "python"), "-c", patch + ONMT_TRAIN_MAIN, "-config", str(out / "train.yaml")]
     with open(out / "train.log", "w", encoding="utf-8") as log:
         subprocess.run(program, stdout=log, stderr=subprocess.STDOUT, check=True)
     return out / f"model_step_{updates}.pt"
@@ -102,7 +101,8 @@ def test_summaries(bin_folder: Path, model: Path, run: Path, out: Path) -> dict:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", type=Path, default=RUN, help=f"A finished {SYSTEM} run's --work-dir.")
+    parser.add_argument("--run", type=Path, help=f"A finished {SYSTEM} run's --work-dir (default: its seed's).")
+    parser.add_argument("--seed", type=int, default=1, help="The run's seed, where --run is not given.")
     parser.add_argument("--venvs", type=Path, default=DEFAULT_ROOT, help="The peers' environments.")
     parser.add_argument("--updates", type=int, default=1000, help="Updates to train the run's config for.")
     parser.add_argument("--normal-embeddings", action="store_true", help="Embeddings from normal(0, d^-0.5).")
@@ -115,6 +115,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    args.run = work_folder(
+        argparse.Namespace(task="summarization", system=SYSTEM, seed=args.seed, work_dir=args.run), {}
+    )
     if not (args.run / SYSTEM / "train.yaml").is_file():
         raise user_exit(PROGRAM, f"{args.run} holds no {SYSTEM} run (no {SYSTEM}/train.yaml): run it first")
     checkpoint = args.run / SYSTEM / "checkpoints" / (args.checkpoint or "")

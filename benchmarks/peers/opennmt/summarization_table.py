@@ -101,16 +101,15 @@ onmt.utils.loss.LossCompute._unbottle = own_rows_unbottle
 onmt.utils.loss.collapse_copy_scores = own_rows_collapse
 """
 )
-# onmt_train (onmt.bin.train.main, its arguments following) for a `copy_attn` model: `COPY_IN_OWN_ROWS`.
-TRAIN_WITH_COPY = (
-    COPY_IN_OWN_ROWS
-    + r"""
+# onmt_train (onmt.bin.train.main, its arguments following), run by `python -c` after the patches put before it.
+ONMT_TRAIN_MAIN = r"""
 import sys
 from onmt.bin.train import main
 sys.argv[0] = "onmt_train"
 main()
 """
-)
+# onmt_train for a `copy_attn` model: `COPY_IN_OWN_ROWS`.
+TRAIN_WITH_COPY = COPY_IN_OWN_ROWS + ONMT_TRAIN_MAIN
 # onmt_translate (onmt.bin.translate.main, its arguments following) for a `copy_attn` model, with four faults of
 # 3.5.1 fixed: the copy generator's rows (`COPY_IN_OWN_ROWS`, as in training); `GENERATOR_IN_MODEL`;
 # inference_engine.infer_file builds its batches without the copy keys (build_dynamic_dataset_iter's copy=False), so
