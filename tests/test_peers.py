@@ -491,6 +491,10 @@ def test_the_readme_verdict_is_each_peers_best_row_beside_hf_vanilla_on_its_mach
                 train_stats={"valid_ppl": 40.0})  # fmt: skip
     cells = render_tables.readme_verdict_block().splitlines()[2].split(" | ")
     assert cells[2] == "22.00 vs 19.00 (1 seed each); speed 0.50× / 0.50×"
+    # Off today's machine, the peer's row is on the machine with the most runs (here the AMD's), not the best mean.
+    peer_record(tmp_path, "hf_vanilla", 1, 23.0, 900.0, "Intel Sapphire", date="2026-11-29")
+    cells = render_tables.readme_verdict_block().splitlines()[2].split(" | ")
+    assert cells[1] == "22.00 vs 20.00 (1 seed each; not today's machine); speed 0.50× / 0.50×"
 
 
 def test_a_run_beside_other_work_is_marked_shared(monkeypatch):
