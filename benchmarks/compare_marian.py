@@ -284,10 +284,10 @@ def generation_speed(
         max_new_tokens=new_tokens,
         min_new_tokens=new_tokens,
         do_sample=False,
-        early_stopping=True,
-        length_penalty=0.6 if num_beams > 1 else 1.0,
         num_return_sequences=1,
     )
+    if num_beams > 1:  # beam-only flags: set on a greedy call, transformers warns that they are ignored
+        kwargs |= dict(early_stopping=True, length_penalty=0.6)
     if cache == "static":
         kwargs["cache_implementation"] = "static"
         if compile_backend:

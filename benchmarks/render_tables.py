@@ -49,13 +49,14 @@ def machine(run: dict) -> str:
     that `benchmarks/environment.py` writes (its `machine`), or the older headers: a peer run's `device` (a dict,
     naming the CPU model from 2026-11-27 on), compare_marian's and gpu_suite's `device` (a string: "cpu" or the GPU's
     name), compare_engines' `setting` and pointer_generator_speed's `settings` (architecture, cores, threads). A
-    header's `boot_id` names the boot as well: one CPU name has covered virtual machines of different speeds."""
-    device = run.get("device")
+    header's `boot_id` names the boot as well: one CPU name has covered virtual machines of different speeds. A GPU
+    in an `environment` is named with its host, whose speed moves small-batch GPU figures too."""
+    device, gpu = run.get("device"), None
     setting = next((s for s in (run.get("setting"), run.get("settings")) if isinstance(s, dict)), {})
     if "environment" in run:
         header = run["environment"]["machine"]
-        header = {**header, "cpu_count": header.get("cores"), "threads": header.get("threads")}
-        device = header.get("gpu") or header
+        device = {**header, "cpu_count": header.get("cores"), "threads": header.get("threads")}
+        gpu = header.get("gpu")
     if isinstance(device, str) and device != "cpu":
         return device
     header = (
@@ -66,7 +67,8 @@ def machine(run: dict) -> str:
     name = f"{header['cpu_model']} ({name})" if header.get("cpu_model") else f"{name} (model not recorded)"
     threads = header.get("threads") or setting.get("threads")
     name = f"{name}, {threads} threads" if threads else name
-    return f"{name}, boot {header['boot_id'][:8]}" if header.get("boot_id") else name
+    name = f"{name}, boot {header['boot_id'][:8]}" if header.get("boot_id") else name
+    return f"{gpu} on {name}" if gpu else name
 
 
 def number(value: float, digits: int = 1) -> str:
@@ -439,6 +441,36 @@ def verdict_block(task: str) -> str:
     return table(header, rows) + "\n" + wrapped(" ".join(verdict_notes(task, groups, references)))
 
 
+def decoding_together(task: str, system: str, where: str) -> list[dict]:
+    """The records of `benchmarks.studies.opennmt_beam_stop` (`decoding-together-SYSTEM-*.json`) of `task` made on
+    `where`, the newest of each seed: `system` and hf_vanilla decoding in turn, each median a ratio to hf_vanilla's."""
+    records = [json.loads(path.read_text()) for path in RESULTS.glob(f"decoding-together-{system}-seed*.json")]
+    records = [r for r in records if r["task"] == task and machine(r) == where]
+    newest = {r["seed"]: r for r in sorted(records, key=lambda r: r["environment"]["date"])}
+    return [newest[seed] for seed in sorted(newest)]
+
+
+def together_range(records: list[dict], figure: str) -> str:
+    """The least and greatest ratio to hf_vanilla's decoding speed of `figure` over `records`, as "0.93-1.03×"."""
+    ratios = sorted(record["figures"][figure]["median_vs_hf_vanilla"] for record in records)
+    return f"{ratios[0]:.2f}×" if ratios[0] == ratios[-1] else f"{ratios[0]:.2f}-{ratios[-1]:.2f}×"
+
+
+def together_notes(task: str, groups: dict[Key, list[dict]], today: str | None) -> list[str]:
+    """A sentence for each peer that decoded in turn with hf_vanilla on `today`'s machine (`decoding_together`): runs
+    alone hours apart set a machine's drift into their ratio, turns do not."""
+    notes = []
+    for system in sorted({runs[0]["system"] for runs in groups.values()} - set(SPEED_REFERENCES)):
+        if records := decoding_together(task, system, today):
+            labels = records[0]["labels"]
+            parts = [f"{together_range(records, f)} {labels[f]}" for f in records[0]["figures"] if f in labels]
+            notes.append(
+                f"Decoding in turn with hf_vanilla (`benchmarks.studies.opennmt_beam_stop`, seeds {seeds(records)}, "
+                f"medians of {records[0]['repeats']}), `{system}` is at {', '.join(parts)}."
+            )
+    return notes
+
+
 def verdict_notes(task: str, groups: dict[Key, list[dict]], references: set) -> list[str]:
     """The sentences under a verdict table: today's machine, the speed references other than hf_vanilla, the trivial
     baseline, the learning-rate sweeps, why a peer stays under the baseline where that is found
@@ -454,7 +486,7 @@ def verdict_notes(task: str, groups: dict[Key, list[dict]], references: set) -> 
             f"The trivial baseline, {baseline['baseline']} (`benchmarks/results/{baseline['record_file']}`), scores "
             f"{number(baseline['quality']['value'], 2)} on the same test split."
         )
-    notes += sweep_notes(groups, today)
+    notes += sweep_notes(groups, today) + together_notes(task, groups, today)
     under = {runs[0]["system"] for runs in groups.values() if under_baseline(task, runs)}
     notes += [f"`{system}` stays under the baseline: {UNDER_BASELINE_WHY[system]}." for system in sorted(under)
               if system in UNDER_BASELINE_WHY]  # fmt: skip
@@ -591,6 +623,8 @@ def peer_cell(task: str, groups: dict[Key, list[dict]], peer: str) -> str:
     ratios = [idle_mean(runs, k) / idle_mean(timed, k) if idle(runs) and idle(timed) else None
               for k in ("train_tokens_per_s", "decode_sentences_per_s")]  # fmt: skip
     speeds = f"speed {ratios[0]:.2f}× / {ratios[1]:.2f}×" if None not in ratios else "speeds: shared machine"
+    if together := decoding_together(task, system, where):
+        speeds += f" ({together_range(together, together[0]['as_run'])} decoding in turn)"
     means = (number(statistics.mean([r["quality"]["value"] for r in group]), 2) for group in (ours, runs))
     return f"{' vs '.join(means)} ({'; '.join(notes)}); {speeds}"
 
@@ -616,6 +650,7 @@ def readme_verdict_block() -> str:
     ]
     legend += ["Owed: asked by issue 63, not yet recorded."] if "owed" in cells else []
     legend += ["–: no such task."] if "–" in cells else []
+    legend += ["In turn: the two decoding alternately, timed together."] if any("in turn" in c for c in cells) else []
     return table(["task", *(TOOLKITS[p] for p in README_PEERS)], rows) + "\n" + wrapped(" ".join(legend))
 
 
@@ -634,13 +669,18 @@ def flag(command: list[str], name: str) -> str:
 
 
 def gpu_suites() -> dict[str, tuple[list[str], dict[str, dict]]]:
-    """Each GPU's suite records (`*-gpu-suite-*.json`) and the latest finished run of each step: the records that
-    give a step, by start time, each named with its torch and the steps it gives."""
+    """Each GPU's suite records (`*-gpu-suite-*.json`) on the latest machine that holds that GPU, and the latest
+    finished run of each step there: the records that give a step, by start time, each named with its torch and the
+    steps it gives. The header is a schema-1 record's own top level or a schema-2 record's `environment`."""
     suites: dict[str, tuple[list[str], dict[str, dict]]] = {}
     runs = [(json.loads(path.read_text()), path.name) for path in RESULTS.glob("*-gpu-suite-*.json")]
-    for run, name in sorted(runs, key=lambda pair: pair[0]["date"]):
+    runs = [(run, run.get("environment", run), name) for run, name in runs]
+    for run, about, name in sorted(runs, key=lambda triple: triple[1]["date"]):
+        where = {"record": name, "torch": about["torch"], "date": about["date"][:10]}
+        gpu = about["machine"]["gpu"] if "machine" in about else run["device"]
+        for earlier in [key for key in suites if key != machine(run) and key.split(" on ")[0] == gpu]:
+            del suites[earlier]  # a new machine with this GPU: its figures are not mixed with the former one's
         steps = suites.setdefault(machine(run), ([], {}))[1]
-        where = {"record": name, "torch": run["torch"], "date": run["date"][:10]}
         steps.update({step: value | where for step, value in run["steps"].items() if value["status"] == "ok"})
     for names, steps in suites.values():
         for record in dict.fromkeys(step["record"] for step in steps.values()):

@@ -19,6 +19,7 @@ from runs import benchmark
         ("studies.decoding_cache", ["--model", "runs/x/final"], "--model and --sentences go together"),
         ("studies.strided_attention", ["--steps", "0"], "--steps must be at least 1, got 0"),
         ("studies.opennmt_source_use", ["--updates", "0"], "--updates must be at least 1, got 0"),
+        ("studies.opennmt_beam_stop", ["--repeats", "0"], "--repeats must be at least 1, got 0"),
         (
             "studies.strided_attention",
             ["--rooms", "1.5", "0.5"],

@@ -211,6 +211,6 @@ def test_every_record_names_its_machine_through_one_function():
     assert render_tables.machine({"environment": header}) == "AMD EPYC 9654 (2-core x86_64)"
     booted = {"machine": {**header["machine"], "boot_id": "d4efcd9a-d265-496c-97b7-b41d50de5707"}}
     assert render_tables.machine({"environment": booted}) == "AMD EPYC 9654 (2-core x86_64), boot d4efcd9a"
-    assert render_tables.machine({"environment": {"machine": {**header["machine"], "gpu": "NVIDIA H200"}}}) == (
-        "NVIDIA H200"
+    assert render_tables.machine({"environment": {"machine": {**booted["machine"], "gpu": "NVIDIA H200"}}}) == (
+        "NVIDIA H200 on AMD EPYC 9654 (2-core x86_64), boot d4efcd9a"  # its host: it sets small batches' speed
     )

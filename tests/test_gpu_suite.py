@@ -134,6 +134,35 @@ def test_the_record_is_written_after_every_step_and_failures_do_not_stop_the_sui
     assert "boom" in log and "still running" in log and "===== hangs: timed out" in log
 
 
+def test_the_page_renders_the_records_the_suite_writes_and_never_mixes_two_hosts(tmp_path, monkeypatch):
+    """`render_tables` reads the record `run_suite` writes (schema 2: the header under `environment`) and, of two hosts
+    with one GPU, tables the latest host's steps only: small-batch GPU figures move with the host's speed."""
+    render_tables = benchmark("render_tables")
+    flags = ("--batch-size", "256", "--length", "32", "--train-steps", "10", "--loss-chunk-tokens", "4096")
+
+    def training(tokens_per_s: float) -> gpu_suite.Step:
+        figures = {"train_tokens_per_s": tokens_per_s, "mfu": 0.1, "peak_memory_mib": 100.0}
+        names = ("hf_vanilla", "MarianMTModel", "hf_vanilla chunked")
+        step = python_step(
+            "train-base", f"FIGURES.write_text(json.dumps({{'results': {{n: {figures!r} for n in {names!r}}}}}))"
+        )
+        return gpu_suite.Step(step.name, step.what, step.budget_s, (*step.command, *flags), step.kind)
+
+    schema_1 = {"schema": 1, "device": "Fake GPU 80GB", "torch": "2.0", "date": "2026-11-24T00:00:00+00:00"}
+    old = schema_1 | {
+        "steps": {"train-big": gpu_suite.run_suite([training(7.0)], tmp_path / "o", 60, HEADER)["steps"]["train-base"]}
+    }
+    (tmp_path / "2026-11-24-gpu-suite-fake-gpu-80gb.json").write_text(json.dumps(old))
+    host = {**HEADER["environment"]["machine"], "boot_id": "c0f73818-d3ab"}
+    header = HEADER | {"environment": HEADER["environment"] | {"machine": host}}
+    gpu_suite.run_suite([training(123456.0)], tmp_path, 60, header)
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    page = render_tables.gpu_block()
+    assert page.startswith("Fake GPU 80GB on Fake CPU (2-core x86_64), boot c0f73818, 2026-11-25,")
+    assert "`2026-11-25-gpu-suite-fake-gpu-80gb.json` (torch" in page and "2026-11-24" not in page
+    assert "| base, eager | 123,456 | 123,456 | 123,456 | 1.00 |" in page and "big, eager" not in page
+
+
 def test_steps_past_the_suites_budget_are_skipped_not_run(tmp_path):
     marker = tmp_path / "ran"
     step = python_step("would-run", f"pathlib.Path({str(marker)!r}).write_text('x')")
@@ -195,7 +224,8 @@ def test_compare_marian_chunked_column_and_static_cache_on_cpu(tmp_path):
     command = [sys.executable, "-m", "benchmarks.compare_marian", "--model-size", "tiny", "--vocab-size", "300"]
     command += ["--batch-size", "4", "--length", "8", "--train-steps", "1", "--new-tokens", "3", "--repeats", "1"]
     command += ["--parts", "train,decode", "--loss-chunk-tokens", "8", "--cache", "static", "--skip-fsmt"]
-    subprocess.run([*command, "--json", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=120)
+    run = subprocess.run([*command, "--json", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=120)
+    assert "may be ignored" not in run.stderr.decode()  # no beam-only flag on a greedy call
     record = json.loads(out.read_text())
     assert record["environment"]["torch"] == torch.__version__ and "torch" not in record["setting"]
     results = record["results"]

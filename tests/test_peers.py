@@ -23,6 +23,7 @@ from benchmarks.peers.opennmt import translation_table as opennmt_table
 from benchmarks.peers.recipe import ct2
 from benchmarks.peers.recipe import runs as recipe_runs
 from benchmarks.studies import decode_split, settled_sentences
+from benchmarks.studies import opennmt_beam_stop as study
 
 PAIRS = {
     "train": [
@@ -387,6 +388,48 @@ def test_a_row_never_above_the_trivial_baseline_is_no_measurement_of_its_toolkit
         "not a measurement: 3.90 at best, never above lead-14 (15.00)"
     )
     assert render_tables.peer_cell("summarization", groups, "fairseq").startswith("20.00 vs 15.00 (1 and 2 seeds);")
+
+
+def test_decoding_in_turn_is_set_beside_the_verdict_speeds_of_its_own_machine(tmp_path, monkeypatch):
+    """`benchmarks.studies.opennmt_beam_stop`'s records (hf_vanilla and a peer decoding in turn): their ratios, the
+    newest of each seed on today's machine, in a sentence under the verdict table and in the README's cell; another
+    boot's record is never set beside today's."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    host = {"cpu_model": "AMD EPYC", "processor": "x86_64", "cores": 2, "gpu": None, "boot_id": "d4efcd9a-0"}
+    env = {"machine": host, "date": "2026-11-29T20:00:00+00:00"}
+    for seed in (1, 2):
+        peer_record(tmp_path, "hf_vanilla", seed, 22.0, 1000.0, date="2026-11-29", environment=env)
+        peer_record(tmp_path, "opennmt-py", seed, 18.0, 1100.0, date="2026-11-29", environment=env)
+
+    def together(seed: int, own: float, four: float, environment: dict) -> Path:
+        figures = {"n_best 1": {"median_vs_hf_vanilla": own}, "n_best 4": {"median_vs_hf_vanilla": four},
+                   "hf_vanilla": {"median_vs_hf_vanilla": 1.0}}  # fmt: skip
+        record = {"task": "translation", "system": "opennmt-py", "seed": seed, "repeats": 5, "figures": figures,
+                  "as_run": "n_best 1", "labels": study.LABELS, "environment": environment}  # fmt: skip
+        return study.write_record(record, tmp_path)
+
+    together(1, 1.03, 0.91, env)
+    together(2, 1.5, 1.5, env)
+    later = together(2, 0.97, 0.87, {**env, "date": "2026-11-29T21:00:00+00:00"})
+    assert later.name == "decoding-together-opennmt-py-seed2-2026-11-29-2.json"  # the first is kept
+    together(3, 2.0, 2.0, {**env, "machine": {**host, "boot_id": "another"}})
+    notes = " ".join(render_tables.verdict_block("translation").split())
+    assert (
+        "Decoding in turn with hf_vanilla (`benchmarks.studies.opennmt_beam_stop`, seeds 1-2, medians of 5), "
+        "`opennmt-py` is at 0.97-1.03× as run, 0.87-0.91× keeping four hypotheses, as hf_vanilla."
+    ) in notes
+    groups = render_tables.verdict_groups("translation")
+    cell = render_tables.peer_cell("translation", groups, "opennmt-py")
+    assert cell.endswith("speed 1.10× / 1.10× (0.97-1.03× decoding in turn)"), cell
+    assert "in turn" not in render_tables.peer_cell("translation", groups, "fairseq")
+    assert "In turn: the two decoding alternately, timed together." in render_tables.readme_verdict_block()
+    peer_record(tmp_path, "hf_vanilla", 1, 20.0, 1000.0, task="summarization", date="2026-11-29", environment=env)
+    peer_record(tmp_path, "opennmt-py", 1, 16.0, 1100.0, task="summarization", date="2026-11-29", environment=env)
+    summarization = render_tables.verdict_groups("summarization")
+    assert render_tables.peer_cell("summarization", summarization, "opennmt-py").endswith("speed 1.10× / 1.10×")
 
 
 def test_the_lead_baseline_record_holds_the_recipes_lead_baseline_of_the_test_split(monkeypatch):

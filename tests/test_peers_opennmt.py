@@ -1,6 +1,7 @@
 """`benchmarks/peers/opennmt/`: OpenNMT-py's side of the table and the options it passes, its vocabulary file,
 its logs read back, and `run_opennmt` end to end with stand-in commands. None of it needs OpenNMT-py's environment."""
 
+import json
 import re
 import stat
 from pathlib import Path
@@ -262,3 +263,24 @@ def test_a_failed_command_another_vocabulary_a_missing_hypothesis_or_an_unused_s
 def test_opennmt_py_is_a_peer_of_the_command_line():
     assert systems.PEERS["opennmt-py"].venv == "opennmt" and "opennmt-py" in systems.READY
     assert peers_main.parse_args(["--system", "opennmt-py"]).system == "opennmt-py"
+
+
+def test_the_beam_stop_study_decodes_the_record_s_own_command_made_on_this_boot(tmp_path):
+    """`benchmarks.studies.opennmt_beam_stop` re-runs the onmt_translate command of the seed's record made on this
+    boot (another boot's speeds do not compare), only its output and -n_best changed, and scores each sentence's
+    first of its n_best lines."""
+    from benchmarks.studies import opennmt_beam_stop as study
+
+    translate = "/v/bin/onmt_translate -model /m/averaged.pt -src /d/test.en -output /w/test.hyp.de -beam_size 4"
+    for date, boot in (("2026-11-27", "other"), ("2026-11-29-amd-epyc", "this")):
+        record = {"environment": {"machine": {"boot_id": boot}}, "peer_commands": ["/v/bin/onmt_train -x", translate]}
+        (tmp_path / f"peers-translation-opennmt-py-seed2-{date}.json").write_text(json.dumps(record))
+    command = study.recorded_command(2, tmp_path, boot="this")
+    assert command == translate.split()
+    assert study.with_n_best(command, Path("/t/out"), 4) == [
+        *translate.replace("/w/test.hyp.de", "/t/out").split(), "-n_best", "4"]  # fmt: skip
+    with pytest.raises(SystemExit, match="no opennmt-py translation record of seed 2 on this boot"):
+        study.recorded_command(2, tmp_path, boot="a third")
+    assert study.first_hypotheses(["a1", "a2", "b1", "b2"], 2) == ["a1", "b1"]
+    with pytest.raises(ValueError, match="3 output lines are not 2 a sentence"):
+        study.first_hypotheses(["a1", "a2", "b1"], 2)
