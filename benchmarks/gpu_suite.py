@@ -78,6 +78,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.environment import environment
+from benchmarks.record_paths import unused_stem
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = Path(__file__).resolve().parent
@@ -350,10 +351,7 @@ def run_suite(steps: list[Step], out: Path, budget_s: float, header: dict, pytho
     beside it."""
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{header['environment']['date'][:10]}-gpu-suite-{slug(device_name(header))}"
-    taken = 1
-    while (out / f"{stem}.json").exists() or (out / f"{stem}.log").exists():
-        taken += 1
-        stem = f"{header['environment']['date'][:10]}-gpu-suite-{slug(device_name(header))}-{taken}"
+    stem = unused_stem(out, stem, (".json", ".log"))
     path, log_path = out / f"{stem}.json", out / f"{stem}.log"
     record = {**header, "budget_s": round(budget_s), "finished": False, "steps": {}}
     write_record(record, path)

@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from hf_vanilla.errors import user_exit
@@ -37,8 +36,9 @@ from benchmarks.peers.common.jobs import environment
 from benchmarks.peers.common.pieces import text_from_pieces
 from benchmarks.peers.comparison import work_folder
 from benchmarks.peers.opennmt.runner import decoding_speed, read_hypotheses
-from benchmarks.peers.recipe.decoding import recipe_decoding
+from benchmarks.peers.recipe.decoding import recipe_decoding, sentences_per_second
 from benchmarks.peers.translation import score_translation
+from benchmarks.record_paths import unused_stem
 
 SYSTEM = "opennmt-py"
 PROGRAM = "opennmt_beam_stop"
@@ -105,9 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
             names = list(speeds)
             for name in names[repeat % 3 :] + names[: repeat % 3]:
                 if name == "hf_vanilla":
-                    start = time.perf_counter()
-                    decode_hf()
-                    speeds[name].append(round(len(sources) / (time.perf_counter() - start), 2))
+                    speeds[name].append(sentences_per_second(len(sources), decode_hf))
                     continue
                 n_best, output = int(name.split()[1]), Path(work) / f"test.{name.replace(' ', '')}.hyp"
                 done = subprocess.run(with_n_best(command, output, n_best), capture_output=True, text=True, env=env)
@@ -136,10 +134,7 @@ def write_record(record: dict, results: Path) -> Path:
     """`record` as RESULTS/decoding-together-SYSTEM-seedN-DATE.json (-2, -3, ... when taken: a record is never
     rewritten); `render_tables` sets its ratios beside the verdict table's decoding speeds."""
     stem = f"{RECORD_PREFIX}{record['system']}-seed{record['seed']}-{record['environment']['date'][:10]}"
-    path, taken = results / f"{stem}.json", 1
-    while path.exists():
-        taken += 1
-        path = results / f"{stem}-{taken}.json"
+    path = results / f"{unused_stem(results, stem)}.json"
     results.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return path

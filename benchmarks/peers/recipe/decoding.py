@@ -64,6 +64,11 @@ def timed_decoding(
     sources, decode = recipe_decoding(model_folder, test_limit, task, settings)
     if threads:
         torch.set_num_threads(threads)
+    return sentences_per_second(len(sources), decode)
+
+
+def sentences_per_second(sentences: int, decode: Callable[[], object]) -> float:
+    """`sentences` over the wall seconds of one call of `decode`, as the peers' records give hf_vanilla's decoding."""
     start = time.perf_counter()
     decode()
-    return round(len(sources) / (time.perf_counter() - start), 2)
+    return round(sentences / (time.perf_counter() - start), 2)
