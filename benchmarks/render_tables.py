@@ -669,25 +669,40 @@ def flag(command: list[str], name: str) -> str:
 
 
 def gpu_suites() -> dict[str, tuple[list[str], dict[str, dict]]]:
-    """Each GPU's suite records (`*-gpu-suite-*.json`) on the latest machine that holds that GPU, and the latest
-    finished run of each step there: the records that give a step, by start time, each named with its torch and the
-    steps it gives. The header is a schema-1 record's own top level or a schema-2 record's `environment`."""
+    """Each GPU's suite records (`*-gpu-suite-*.json`) by host (`machine`), the newest first: a step belongs to the
+    latest host that ran it (small-batch GPU figures move with the host's speed: two hosts never share a table), with
+    its latest finished run there and every finished run's figures there, oldest first, as its `runs`; and the
+    records that give a host's steps, by start time, each named with its torch and the steps it gives. The header is
+    a schema-1 record's own top level or a schema-2 record's `environment`."""
     suites: dict[str, tuple[list[str], dict[str, dict]]] = {}
     runs = [(json.loads(path.read_text()), path.name) for path in RESULTS.glob("*-gpu-suite-*.json")]
     runs = [(run, run.get("environment", run), name) for run, name in runs]
     for run, about, name in sorted(runs, key=lambda triple: triple[1]["date"]):
         where = {"record": name, "torch": about["torch"], "date": about["date"][:10]}
         gpu = about["machine"]["gpu"] if "machine" in about else run["device"]
-        for earlier in [key for key in suites if key != machine(run) and key.split(" on ")[0] == gpu]:
-            del suites[earlier]  # a new machine with this GPU: its figures are not mixed with the former one's
         steps = suites.setdefault(machine(run), ([], {}))[1]
-        steps.update({step: value | where for step, value in run["steps"].items() if value["status"] == "ok"})
+        for step, value in run["steps"].items():
+            if value["status"] != "ok":
+                continue
+            for other in [key for key in suites if key != machine(run) and key.split(" on ")[0] == gpu]:
+                suites[other][1].pop(step, None)  # a step that a newer host ran again is that host's alone
+            earlier = steps.get(step, {}).get("runs", [])
+            steps[step] = value | where | {"runs": [*earlier, value["figures"]]}
+    suites = {key: suite for key, suite in reversed(suites.items()) if suite[1]}  # the newest host first
     for names, steps in suites.values():
         for record in dict.fromkeys(step["record"] for step in steps.values()):
             given = [name for name, step in steps.items() if step["record"] == record]
             first = steps[given[0]]
             names.append(f"`{record}` (torch {first['torch']}): {', '.join(given)}")
     return suites
+
+
+def ratio_cell(runs: list[dict], figure: str) -> str:
+    """hf_vanilla's `figure` over Marian's in the latest run and, where a step ran more than once on the host, the
+    range over its runs: `1.12 (0.95-1.12 over 3 runs)`. One run of a few steps moves by a third."""
+    values = [figures["hf_vanilla"][figure] / figures["MarianMTModel"][figure] for figures in runs]
+    spread = f" ({number(min(values), 2)}-{number(max(values), 2)} over {len(values)} runs)" if values[1:] else ""
+    return number(values[-1], 2) + spread
 
 
 def gpu_training_rows(steps: dict[str, dict]) -> list[list[str]]:
@@ -709,7 +724,7 @@ def gpu_training_rows(steps: dict[str, dict]) -> list[list[str]]:
             [
                 label,
                 *(number(m["train_tokens_per_s"], 0) for m in (ours, chunked, marian)),
-                number(ours["train_tokens_per_s"] / marian["train_tokens_per_s"], 2),
+                ratio_cell(steps[name]["runs"], "train_tokens_per_s"),
                 f"{number(ours['mfu'], 3)} / {number(marian['mfu'], 3)}",
                 f"{number(ours['peak_memory_mib'], 0)} / {number(chunked['peak_memory_mib'], 0)} / "
                 f"{number(marian['peak_memory_mib'], 0)}",
@@ -730,7 +745,7 @@ def gpu_decoding_rows(steps: dict[str, dict]) -> tuple[list[str], list[list[str]
             ours, marian = (
                 steps[name]["figures"][m][f"generate_{key}_tok_s"] for m in ("hf_vanilla", "MarianMTModel")
             )
-            cells += [number(ours), number(marian), number(ours / marian, 2)]
+            cells += [number(ours), number(marian), ratio_cell(steps[name]["runs"], f"generate_{key}_tok_s")]
         rows.append(cells)
     return header, rows
 
@@ -762,7 +777,7 @@ def gpu_block() -> str:
         parts.append(
             wrapped(
                 f"{device}, {dates}, the latest run of each step: {'; '.join(names)}. Each figure is one run; "
-                "the records before a step's latest hold its earlier runs."
+                "a ratio's range in brackets spans every run of its step on this host."
             )
         )
         if training := gpu_training_rows(steps):
@@ -811,17 +826,14 @@ def loss_curves_block() -> str:
         figures, summary = step["figures"], step["figures"]["summary"]
         setting, curves = figures["setting"], figures["curves"]
         updates = sorted({1, *range(100, len(curves["fp32"]) + 1, 100)})
-        rows = [[f"{n:,}", *(f"{curves[kind][n - 1]:.4f}" for kind in ("fp32", "bf16"))] for n in updates]
+        losses = "; ".join(
+            f"{kind} {', '.join(f'{curves[kind][n - 1]:.4f}' for n in updates)}" for kind in ("fp32", "bf16")
+        )
         parts.append(
             wrapped(
                 f"`{step['record']}`, on {device} ({step['date']}, torch {step['torch']}): {setting['steps']} updates "
                 f"of {setting['model_size']}, batch {setting['batch_size']}, the same seed and batches in fp32 and in "
-                "bf16 autocast; the training loss at some updates:"
-            )
-            + "\n"
-            + table(["update", "fp32", "bf16"], rows)
-            + "\n"
-            + wrapped(
+                f"bf16 autocast; the training loss at updates {', '.join(f'{n:,}' for n in updates)}: {losses}. "
                 f"The last 10 updates' mean loss: {summary['fp32_last10_mean']} and {summary['bf16_last10_mean']} "
                 f"(relative difference {summary['last10_relative_difference']}); the largest difference at one "
                 f"update {summary['max_abs_difference']}; every loss finite: {summary['finite']}."

@@ -136,22 +136,21 @@ def test_the_record_is_written_after_every_step_and_failures_do_not_stop_the_sui
 
 def test_the_page_renders_the_records_the_suite_writes_and_never_mixes_two_hosts(tmp_path, monkeypatch):
     """`render_tables` reads the record `run_suite` writes (schema 2: the header under `environment`) and, of two hosts
-    with one GPU, tables the latest host's steps only: small-batch GPU figures move with the host's speed."""
+    with one GPU, tables a step that both ran from the latest host only, and a step only the former ran under that
+    host's own heading: small-batch GPU figures move with the host's speed."""
     render_tables = benchmark("render_tables")
     flags = ("--batch-size", "256", "--length", "32", "--train-steps", "10", "--loss-chunk-tokens", "4096")
 
-    def training(tokens_per_s: float) -> gpu_suite.Step:
+    def training(tokens_per_s: float, marian: float | None = None) -> gpu_suite.Step:
         figures = {"train_tokens_per_s": tokens_per_s, "mfu": 0.1, "peak_memory_mib": 100.0}
-        names = ("hf_vanilla", "MarianMTModel", "hf_vanilla chunked")
-        step = python_step(
-            "train-base", f"FIGURES.write_text(json.dumps({{'results': {{n: {figures!r} for n in {names!r}}}}}))"
-        )
+        models = {"hf_vanilla": figures, "hf_vanilla chunked": figures}
+        models["MarianMTModel"] = figures | {"train_tokens_per_s": marian or tokens_per_s}
+        step = python_step("train-base", f"FIGURES.write_text(json.dumps({{'results': {models!r}}}))")
         return gpu_suite.Step(step.name, step.what, step.budget_s, (*step.command, *flags), step.kind)
 
     schema_1 = {"schema": 1, "device": "Fake GPU 80GB", "torch": "2.0", "date": "2026-11-24T00:00:00+00:00"}
-    old = schema_1 | {
-        "steps": {"train-big": gpu_suite.run_suite([training(7.0)], tmp_path / "o", 60, HEADER)["steps"]["train-base"]}
-    }
+    former = gpu_suite.run_suite([training(7.0)], tmp_path / "o", 60, HEADER)["steps"]["train-base"]
+    old = schema_1 | {"steps": {"train-base": former, "train-big": former}}
     (tmp_path / "2026-11-24-gpu-suite-fake-gpu-80gb.json").write_text(json.dumps(old))
     host = {**HEADER["environment"]["machine"], "boot_id": "c0f73818-d3ab"}
     header = HEADER | {"environment": HEADER["environment"] | {"machine": host}}
@@ -159,8 +158,16 @@ def test_the_page_renders_the_records_the_suite_writes_and_never_mixes_two_hosts
     monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
     page = render_tables.gpu_block()
     assert page.startswith("Fake GPU 80GB on Fake CPU (2-core x86_64), boot c0f73818, 2026-11-25,")
-    assert "`2026-11-25-gpu-suite-fake-gpu-80gb.json` (torch" in page and "2026-11-24" not in page
-    assert "| base, eager | 123,456 | 123,456 | 123,456 | 1.00 |" in page and "big, eager" not in page
+    newer, former = page.split("Fake GPU 80GB, 2026-11-24,")
+    assert "`2026-11-25-gpu-suite-fake-gpu-80gb.json` (torch" in newer and "big, eager" not in newer
+    assert "| base, eager | 123,456 | 123,456 | 123,456 | 1.00 |" in newer
+    assert "`2026-11-24-gpu-suite-fake-gpu-80gb.json` (torch 2.0): train-big." in " ".join(former.split())
+    assert "| big, eager | 7 | 7 | 7 | 1.00 |" in former and "base, eager" not in former
+    # A repeat of the step on the same host: the latest figures, and the ratio's range over both runs.
+    gpu_suite.run_suite([training(100000.0, marian=200000.0)], tmp_path, 60, header)
+    page = render_tables.gpu_block()
+    assert "| base, eager | 100,000 | 100,000 | 200,000 | 0.50 (0.50-1.00 over 2 runs) |" in page
+    assert "`2026-11-25-gpu-suite-fake-gpu-80gb-2.json` (torch" in page
 
 
 def test_steps_past_the_suites_budget_are_skipped_not_run(tmp_path):
