@@ -1,7 +1,8 @@
 """The one header every benchmark's record holds under `"environment"`: the machine (its CPU model, cores, GPU, if
 any, and the boot of its kernel), the Python, torch and transformers versions, the commit and the date.
 
-    {"machine": {"cpu_model": "AMD EPYC 9654 96-Core Processor", "processor": "x86_64", "cores": 2, "gpu": null,
+    {"machine": {"cpu_model": "AMD EPYC 9654 96-Core Processor", "processor": "x86_64", "cores": 2,
+                 "cpu_generation": "family 25, model 17", "kernels": "AVX512", "gpu": null,
                  "boot_id": "d4efcd9a-d265-496c-97b7-b41d50de5707"},
      "python": "3.11.9", "torch": "2.13.0", "transformers": "5.24.0", "commit": "8532d85...",
      "date": "2026-11-29T00:30:00+00:00"}
@@ -24,6 +25,30 @@ def cpu_model() -> str | None:
         return None
     names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name") and ":" in line]
     return names[0] if names else None
+
+
+def cpu_generation() -> str | None:
+    """The CPU's family and model numbers as Linux reports them (/proc/cpuinfo's first `cpu family` and `model`), as
+    "family 25, model 17", None where it does not: one model name ("AMD EPYC") has covered two generations, one
+    with AVX-512 and one without (docs/experiments.md, "seeds pooled over boots")."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return None
+    fields = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    family, model = fields.get("cpu family"), fields.get("model")
+    return f"family {family}, model {model}" if family and model else None
+
+
+def kernels() -> str:
+    """The kernel path torch's CPU operators take here (`torch.backends.cpu.get_cpu_capability()`: "AVX512", "AVX2",
+    "DEFAULT"...): it sets a computation's rounding, so one seed's figures match only between equal paths."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
 
 
 def boot_id() -> str | None:
@@ -58,6 +83,8 @@ def machine() -> dict:
         "cpu_model": cpu_model(),
         "processor": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
+        "cpu_generation": cpu_generation(),
+        "kernels": kernels(),
         "gpu": gpu_name(),
         "boot_id": boot_id(),
     }

@@ -44,13 +44,26 @@ def record(name: str) -> dict:
     return json.loads((RESULTS / name).read_text())
 
 
-def machine(run: dict) -> str:
+def machine_header(run: dict) -> dict:
+    """The CPU part of a record's header, whichever it has (`machine`'s docstring): {} where it names none."""
+    if "environment" in run:
+        return run["environment"]["machine"]
+    return run["device"] if isinstance(run.get("device"), dict) else {}
+
+
+def boot(run: dict) -> str | None:
+    """The boot a record ran in (its header's `boot_id`), None where the record predates the field."""
+    return machine_header(run).get("boot_id")
+
+
+def machine(run: dict, with_boot: bool = True) -> str:
     """The machine a record ran on, as the page names it, from whichever header the record has: the `environment`
     that `benchmarks/environment.py` writes (its `machine`), or the older headers: a peer run's `device` (a dict,
     naming the CPU model from 2026-11-27 on), compare_marian's and gpu_suite's `device` (a string: "cpu" or the GPU's
     name), compare_engines' `setting` and pointer_generator_speed's `settings` (architecture, cores, threads). A
     header's `boot_id` names the boot as well: one CPU name has covered virtual machines of different speeds. A GPU
-    in an `environment` is named with its host, whose speed moves small-batch GPU figures too."""
+    in an `environment` is named with its host, whose speed moves small-batch GPU figures too. `with_boot=False`: the
+    machine without its boot (`machine_kind`)."""
     device, gpu = run.get("device"), None
     setting = next((s for s in (run.get("setting"), run.get("settings")) if isinstance(s, dict)), {})
     if "environment" in run:
@@ -67,8 +80,17 @@ def machine(run: dict) -> str:
     name = f"{header['cpu_model']} ({name})" if header.get("cpu_model") else f"{name} (model not recorded)"
     threads = header.get("threads") or setting.get("threads")
     name = f"{name}, {threads} threads" if threads else name
-    name = f"{name}, boot {header['boot_id'][:8]}" if header.get("boot_id") else name
+    name = f"{name}, boot {header['boot_id'][:8]}" if with_boot and header.get("boot_id") else name
     return f"{gpu} on {name}" if gpu else name
+
+
+def machine_kind(run: dict) -> str:
+    """A record's machine without its boot. The boots of one CPU name and core count run at speeds a third apart,
+    and one name has covered two generations (AVX2 and AVX-512 kernels: a seed's figures differ by rounding), but a
+    task's figure over seeds is the system's on either: the verdict tables pool a machine's boots for quality (one
+    run a seed) and take speed ratios within each boot (`speed_ratio`; docs/experiments.md, "seeds pooled over
+    boots")."""
+    return machine(run, with_boot=False)
 
 
 def number(value: float, digits: int = 1) -> str:
@@ -273,12 +295,13 @@ def record_date(run: dict) -> str:
 
 
 def todays_machine() -> str | None:
-    """The machine of today's presets: that of the newest peer record of any task (of one day, a record that names its
-    CPU model is the newer: records predating the field do not); None where no run is recorded."""
+    """The machine of today's presets (`machine_kind`, its boots pooled): that of the newest peer record of any task
+    (of one day, a record that names its CPU model is the newer: records predating the field do not); None where no
+    run is recorded."""
     records = peer_records()
     if not records:
         return None
-    return machine(max(records, key=lambda r: (record_date(r), "(model not recorded)" not in machine(r))))
+    return machine_kind(max(records, key=lambda r: (record_date(r), "(model not recorded)" not in machine(r))))
 
 
 def todays_preset(task: str, name: str | None) -> dict:
@@ -316,13 +339,24 @@ def toolkit(system: str) -> str:
 
 def seeds(runs: list[dict]) -> str:
     """The runs' seeds, consecutive ones as a range: `1-7`, `1, 3`."""
-    numbers, spans = sorted(r["seed"] for r in runs), []
+    numbers, spans = sorted({r["seed"] for r in runs}), []
     for n in numbers:
         if spans and n == spans[-1][1] + 1:
             spans[-1][1] = n
         else:
             spans.append([n, n])
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def newest_per_seed(runs: list[dict]) -> list[dict]:
+    """The newest run of each seed (one seed run on two boots is one sample of its system, not two), by seed."""
+    newest = {r["seed"]: r for r in sorted(runs, key=record_date)}
+    return [newest[seed] for seed in sorted(newest)]
+
+
+def qualities(runs: list[dict]) -> list[float]:
+    """The runs' quality figures, one a seed (`newest_per_seed`)."""
+    return [r["quality"]["value"] for r in newest_per_seed(runs)]
 
 
 def quality(values: list[float]) -> str:
@@ -345,12 +379,23 @@ def idle_mean(runs: list[dict], key: str) -> float | None:
     return statistics.mean(r[key] for r in idle(runs)) if idle(runs) else None
 
 
+def speed_ratio(runs: list[dict], reference: list[dict], key: str) -> float | None:
+    """`key` of the idle runs as a multiple of the reference's idle mean on each run's own boot (`boot`), averaged
+    over the runs that have one: a machine's boots run at different speeds, so a ratio never crosses two. None
+    where no idle run has an idle reference run on its boot."""
+    ratios = []
+    for run in idle(runs):
+        base = idle_mean([r for r in reference if boot(r) == boot(run)], key)
+        ratios += [run[key] / base] if base else []
+    return statistics.mean(ratios) if ratios else None
+
+
 def speed(runs: list[dict], reference: list[dict], key: str, digits: int) -> str:
-    """`key`'s idle mean, and its ratio to the reference runs' on the same machine: `15,925.2 (0.82)`."""
-    value, base = idle_mean(runs, key), idle_mean(reference, key)
+    """`key`'s idle mean, and its ratio to the reference runs' on the same boots (`speed_ratio`): `15,925.2 (0.82)`."""
+    value, ratio = idle_mean(runs, key), speed_ratio(runs, reference, key)
     if value is None:
         return "shared machine"
-    return f"{number(value, digits)} ({value / base:.2f})" if base else number(value, digits)
+    return f"{number(value, digits)} ({ratio:.2f})" if ratio is not None else number(value, digits)
 
 
 def unmatched(system: str, runs: list[dict]) -> str:
@@ -375,10 +420,10 @@ def verdict_groups(task: str) -> dict[Key, list[dict]]:
     """`task`'s full runs, a list a row (`Key`): today's machine first, then the one with the most runs; on each,
     hf_vanilla's rows first, each system at today's preset before a former one."""
     records = peer_records(task)
-    today, counts = todays_machine(), Counter(machine(r) for r in records)
+    today, counts = todays_machine(), Counter(machine_kind(r) for r in records)
     order = sorted(counts, key=lambda name: (name != today, -counts[name]))
     groups: dict[Key, list[dict]] = {}
-    keyed = [((machine(r), system_name(r), former_preset(task, r)), r) for r in records]
+    keyed = [((machine_kind(r), system_name(r), former_preset(task, r)), r) for r in records]
     for key, r in sorted(keyed, key=lambda pair: (order.index(pair[0][0]), not pair[0][1].startswith("hf_vanilla"),
                                                   pair[0][1], pair[0][2] != "")):  # fmt: skip
         groups.setdefault(key, []).append(r)
@@ -400,7 +445,7 @@ def reference_of(groups: dict[Key, list[dict]], key: Key, timed: bool = True) ->
 
 def quality_cell(task: str, runs: list[dict]) -> str:
     """The row's quality over its seeds (`quality`), marked where no seed beats the task's trivial baseline."""
-    cell = quality([r["quality"]["value"] for r in runs])
+    cell = quality(qualities(runs))
     if not under_baseline(task, runs):
         return cell
     baseline = trivial_baseline(task)
@@ -410,9 +455,17 @@ def quality_cell(task: str, runs: list[dict]) -> str:
     )
 
 
+def where_cell(where: str, runs: list[dict], today: str | None) -> str:
+    """A row's machine (`machine_kind`) with the boots its runs ran in (where a record names its boot), and whether it
+    is today's."""
+    boots = sorted({b[:8] for b in map(boot, runs) if b}) + (["not recorded"] if None in map(boot, runs) else [])
+    cell = where + (f", boot{'s' * (len(boots) > 1)} {', '.join(boots)}" if boots != ["not recorded"] else "")
+    return cell if where == today else f"{cell}, not today's machine"
+
+
 def verdict_block(task: str) -> str:
     """`python -m benchmarks.peers --task TASK`: each system's quality over its seeds, its training and decoding speed
-    beside hf_vanilla's on the same machine (`machine`), and what it does not match of the recipe; a row on another
+    beside hf_vanilla's on the same boots (`speed_ratio`), and what it does not match of the recipe; a row on another
     machine than today's, at a former preset, or never above the trivial baseline says so (`verdict_notes`)."""
     groups = verdict_groups(task)
     if not groups:
@@ -426,7 +479,7 @@ def verdict_block(task: str) -> str:
         rows.append(
             [
                 f"{system}, {preset}" if preset else system,
-                where if where == today else f"{where}, not today's machine",
+                where_cell(where, runs, today),
                 seeds(runs),
                 quality_cell(task, runs),
                 speed(runs, reference, "train_tokens_per_s", 1),
@@ -443,9 +496,10 @@ def verdict_block(task: str) -> str:
 
 def decoding_together(task: str, system: str, where: str) -> list[dict]:
     """The records of `benchmarks.studies.opennmt_beam_stop` (`decoding-together-SYSTEM-*.json`) of `task` made on
-    `where`, the newest of each seed: `system` and hf_vanilla decoding in turn, each median a ratio to hf_vanilla's."""
+    `where` (`machine_kind`: any of its boots, each ratio taken within one), the newest of each seed: `system` and
+    hf_vanilla decoding in turn, each median a ratio to hf_vanilla's."""
     records = [json.loads(path.read_text()) for path in RESULTS.glob(f"decoding-together-{system}-seed*.json")]
-    records = [r for r in records if r["task"] == task and machine(r) == where]
+    records = [r for r in records if r["task"] == task and machine_kind(r) == where]
     newest = {r["seed"]: r for r in sorted(records, key=lambda r: r["environment"]["date"])}
     return [newest[seed] for seed in sorted(newest)]
 
@@ -570,7 +624,7 @@ def owed_rows(task: str) -> list[str]:
     """The rows of `REQUIRED` with fewer than `SEEDS_OWED` seeds run alone on today's machine at today's preset, each
     with its count: `sockeye (0)`."""
     today, owed = todays_machine(), []
-    current = [r for r in idle(peer_records(task)) if machine(r) == today and not former_preset(task, r)]
+    current = [r for r in idle(peer_records(task)) if machine_kind(r) == today and not former_preset(task, r)]
     for system in REQUIRED.get(task, ()):
         done = {r["seed"] for r in current if r["system"] == system}
         if len(done) < SEEDS_OWED:
@@ -600,7 +654,7 @@ def peer_cell(task: str, groups: dict[Key, list[dict]], peer: str) -> str:
             not key[2],
             not under_baseline(task, runs),
             not any("relabelled" in r for r in runs),
-            statistics.mean([r["quality"]["value"] for r in runs]),
+            statistics.mean(qualities(runs)),
         )
 
     key = max(keys, key=rank)
@@ -613,19 +667,21 @@ def peer_cell(task: str, groups: dict[Key, list[dict]], peer: str) -> str:
         )
     name, ours = reference_of(groups, key, timed=False)
     if not ours:
-        return f"{number(statistics.mean([r['quality']['value'] for r in runs]), 2)}, no hf_vanilla run beside it"
+        return f"{number(statistics.mean(qualities(runs)), 2)}, no hf_vanilla run beside it"
     notes = [system.removeprefix(peer).strip(" -()")] if system != peer else []  # `post-norm`, `lr_scale 0.25`
     notes += [f"beside {name}"] if name != SPEED_REFERENCES[0] else []
-    count = f"{len(runs)} seed" + ("s" if len(runs) > 1 else "")
-    notes += [f"{count} each" if len(ours) == len(runs) else f"{len(ours)} and {count}"]
+    theirs, mine = len(newest_per_seed(runs)), len(newest_per_seed(ours))
+    count = f"{theirs} seed" + ("s" if theirs > 1 else "")
+    notes += [f"{count} each" if mine == theirs else f"{mine} and {count}"]
     notes += (["not today's machine"] if where != today else []) + ([preset] if preset else [])
     _, timed = reference_of(groups, key)
-    ratios = [idle_mean(runs, k) / idle_mean(timed, k) if idle(runs) and idle(timed) else None
-              for k in ("train_tokens_per_s", "decode_sentences_per_s")]  # fmt: skip
+    ratios = [speed_ratio(runs, timed, k) for k in ("train_tokens_per_s", "decode_sentences_per_s")]
     speeds = f"speed {ratios[0]:.2f}× / {ratios[1]:.2f}×" if None not in ratios else "speeds: shared machine"
+    if None in ratios and idle(runs):
+        speeds = f"speeds: no {name} run alone on its boots"
     if together := decoding_together(task, system, where):
         speeds += f" ({together_range(together, together[0]['as_run'])} decoding in turn)"
-    means = (number(statistics.mean([r["quality"]["value"] for r in group]), 2) for group in (ours, runs))
+    means = (number(statistics.mean(qualities(group)), 2) for group in (ours, runs))
     return f"{' vs '.join(means)} ({'; '.join(notes)}); {speeds}"
 
 

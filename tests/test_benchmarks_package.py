@@ -111,7 +111,8 @@ def test_every_record_s_header_is_the_environment_module_s(script):
 def test_the_environment_names_the_machine_versions_commit_and_date():
     header = environment.environment()
     assert list(header) == ["machine", "python", "torch", "transformers", "commit", "date"]
-    assert set(header["machine"]) == {"cpu_model", "processor", "cores", "gpu", "boot_id"}
+    assert set(header["machine"]) == {"cpu_model", "processor", "cores", "cpu_generation", "kernels", "gpu", "boot_id"}
+    assert header["machine"]["kernels"] in {"DEFAULT", "VSX", "ZVECTOR", "AVX2", "AVX512", "SVE256", "SVE"}
     assert re.fullmatch(r"[0-9a-f]{40}|unknown", header["commit"])
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", header["date"])
     assert environment.environment(commit="abc")["commit"] == "abc"
@@ -119,12 +120,18 @@ def test_the_environment_names_the_machine_versions_commit_and_date():
 
 def test_the_environment_names_the_cpu_model_where_linux_reports_it(tmp_path, monkeypatch):
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\nprocessor\t: 1\n")
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 7B13\n\n"
+        "processor\t: 1\ncpu family\t: 26\nmodel\t\t: 2\n"
+    )
     real_path = environment.Path
     monkeypatch.setattr(environment, "Path", lambda name: cpuinfo if name == "/proc/cpuinfo" else real_path(name))
     assert environment.machine()["cpu_model"] == "AMD EPYC 7B13"
+    assert environment.machine()["cpu_generation"] == "family 25, model 17"  # the first processor's
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Some CPU\n")
+    assert environment.cpu_generation() is None
     cpuinfo.unlink()
-    assert environment.cpu_model() is None
+    assert environment.cpu_model() is None and environment.cpu_generation() is None
 
 
 def test_the_environment_names_the_boot_where_linux_reports_it(tmp_path, monkeypatch):

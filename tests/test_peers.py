@@ -332,6 +332,44 @@ def test_the_verdict_table_keeps_each_machines_speeds_apart(tmp_path, monkeypatc
     )
 
 
+def test_a_machines_boots_pool_their_seeds_and_each_speed_ratio_stays_within_its_boot(tmp_path, monkeypatch):
+    """Two boots of one CPU model run at different speeds: a row pools its seeds over both (a seed run on both counts
+    once, its newest run), names both boots, and takes each run's speed ratio to hf_vanilla on its own boot only."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    host = {"cpu_model": "AMD EPYC", "processor": "x86_64", "cores": 2, "gpu": None}
+
+    def on(boot_id: str, date: str) -> dict:
+        return dict(date=date, environment={"machine": host | {"boot_id": boot_id}, "date": f"{date}T10:00:00+00:00"})
+
+    fast, slow = on("aaaaaaaa-1", "2026-11-29"), on("bbbbbbbb-2", "2026-11-30")
+    peer_record(tmp_path, "hf_vanilla", 1, 20.0, 2000.0, **fast)
+    peer_record(tmp_path, "fairseq", 1, 19.0, 1000.0, **fast)  # 0.5x on the fast boot
+    peer_record(tmp_path, "hf_vanilla", 2, 22.0, 1000.0, **slow)
+    peer_record(tmp_path, "hf_vanilla", 1, 21.0, 1000.0, **slow)  # seed 1 again: its newest run stands
+    peer_record(tmp_path, "fairseq", 2, 23.0, 1500.0, **slow)  # 1.5x on the slow boot
+    rows = verdict_rows(render_tables)
+    where = "AMD EPYC (2-core x86_64), boots aaaaaaaa, bbbbbbbb"
+    assert [row[:5] for row in rows] == [
+        ["hf_vanilla", where, "1-2", "21.50 ± 0.71 (21.00-22.00)", "1,333.3 (1.00)"],
+        ["fairseq", where, "1-2", "21.00 ± 2.83 (19.00-23.00)", "1,250.0 (1.00)"],
+    ]
+    groups = render_tables.verdict_groups("translation")
+    assert render_tables.peer_cell("translation", groups, "fairseq") == (
+        "21.50 vs 21.00 (2 seeds each); speed 1.00× / 1.00×"
+    )
+    unbooted = {"machine": host, "date": "2026-11-28T10:00:00+00:00"}  # no boot: no reference to take a ratio to
+    peer_record(tmp_path, "fairseq", 3, 20.0, 900.0, date="2026-11-28", environment=unbooted)
+    assert verdict_rows(render_tables)[1][1:5] == [f"{where}, not recorded", "1-3", "20.67 ± 2.08 (19.00-23.00)",
+                                                   "1,133.3 (1.00)"]  # fmt: skip
+    peer_record(tmp_path, "sockeye", 1, 18.0, 700.0, **on("cccccccc-3", "2026-11-30"))  # a boot without hf_vanilla
+    assert verdict_rows(render_tables)[-1][4] == "700.0"
+    cell = render_tables.peer_cell("translation", render_tables.verdict_groups("translation"), "sockeye")
+    assert cell == "21.50 vs 18.00 (2 and 1 seed); speeds: no hf_vanilla run alone on its boots"
+
+
 def test_a_row_at_a_former_preset_names_its_budget_and_is_timed_beside_hf_vanilla_at_the_same(tmp_path, monkeypatch):
     """A record whose budget is not its recipe's preset's of today (`hf_vanilla.training.presets`) is a row of its
     own that names the budget it ran, its speeds beside hf_vanilla's at that budget; a record of today's is plain."""
@@ -392,8 +430,8 @@ def test_a_row_never_above_the_trivial_baseline_is_no_measurement_of_its_toolkit
 
 def test_decoding_in_turn_is_set_beside_the_verdict_speeds_of_its_own_machine(tmp_path, monkeypatch):
     """`benchmarks.studies.opennmt_beam_stop`'s records (hf_vanilla and a peer decoding in turn): their ratios, the
-    newest of each seed on today's machine, in a sentence under the verdict table and in the README's cell; another
-    boot's record is never set beside today's."""
+    newest of each seed on today's machine (any of its boots: each ratio is taken within one), in a sentence under the
+    verdict table and in the README's cell; another machine's record is never set beside today's."""
     from runs import benchmark
 
     render_tables = benchmark("render_tables")
@@ -415,7 +453,7 @@ def test_decoding_in_turn_is_set_beside_the_verdict_speeds_of_its_own_machine(tm
     together(2, 1.5, 1.5, env)
     later = together(2, 0.97, 0.87, {**env, "date": "2026-11-29T21:00:00+00:00"})
     assert later.name == "decoding-together-opennmt-py-seed2-2026-11-29-2.json"  # the first is kept
-    together(3, 2.0, 2.0, {**env, "machine": {**host, "boot_id": "another"}})
+    together(3, 2.0, 2.0, {**env, "machine": {**host, "cpu_model": "Intel Xeon"}})
     notes = " ".join(render_tables.verdict_block("translation").split())
     assert (
         "Decoding in turn with hf_vanilla (`benchmarks.studies.opennmt_beam_stop`, seeds 1-2, medians of 5), "
