@@ -17,28 +17,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cpu_model() -> str | None:
-    """The CPU's model name as Linux reports it (/proc/cpuinfo's first `model name`), None where it does not."""
+def cpuinfo() -> dict[str, str]:
+    """/proc/cpuinfo's fields, the first processor's value of each ({} where Linux gives no such file)."""
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        return None
-    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name") and ":" in line]
-    return names[0] if names else None
+        return {}
+    fields: dict[str, str] = {}
+    for line in lines:
+        key, colon, value = line.partition(":")
+        if colon:
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name as Linux reports it (/proc/cpuinfo's first `model name`), None where it does not."""
+    return cpuinfo().get("model name")
 
 
 def cpu_generation() -> str | None:
     """The CPU's family and model numbers as Linux reports them (/proc/cpuinfo's first `cpu family` and `model`), as
     "family 25, model 17", None where it does not: one model name ("AMD EPYC") has covered two generations, one
     with AVX-512 and one without (docs/experiments.md, "seeds pooled over boots")."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return None
-    fields = {}
-    for line in lines:
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
+    fields = cpuinfo()
     family, model = fields.get("cpu family"), fields.get("model")
     return f"family {family}, model {model}" if family and model else None
 

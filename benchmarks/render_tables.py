@@ -67,7 +67,7 @@ def machine(run: dict, with_boot: bool = True) -> str:
     device, gpu = run.get("device"), None
     setting = next((s for s in (run.get("setting"), run.get("settings")) if isinstance(s, dict)), {})
     if "environment" in run:
-        header = run["environment"]["machine"]
+        header = machine_header(run)
         device = {**header, "cpu_count": header.get("cores"), "threads": header.get("threads")}
         gpu = header.get("gpu")
     if isinstance(device, str) and device != "cpu":
@@ -458,8 +458,9 @@ def quality_cell(task: str, runs: list[dict]) -> str:
 def where_cell(where: str, runs: list[dict], today: str | None) -> str:
     """A row's machine (`machine_kind`) with the boots its runs ran in (where a record names its boot), and whether it
     is today's."""
-    boots = sorted({b[:8] for b in map(boot, runs) if b}) + (["not recorded"] if None in map(boot, runs) else [])
-    cell = where + (f", boot{'s' * (len(boots) > 1)} {', '.join(boots)}" if boots != ["not recorded"] else "")
+    found = {boot(r) for r in runs}
+    boots = sorted(b[:8] for b in found - {None}) + (["not recorded"] if None in found else [])
+    cell = where + (f", boot{'s' * (len(boots) > 1)} {', '.join(boots)}" if found - {None} else "")
     return cell if where == today else f"{cell}, not today's machine"
 
 
