@@ -456,9 +456,9 @@ def quality_cell(task: str, runs: list[dict]) -> str:
 
 
 def where_cell(where: str, runs: list[dict], today: str | None) -> str:
-    """A row's machine (`machine_kind`) with the boots its runs ran in (where a record names its boot), and whether it
-    is today's."""
-    found = {boot(r) for r in runs}
+    """A row's machine (`machine_kind`) with the boots of the runs that give it a figure (a seed's newest run, an idle
+    run's speeds; where a record names its boot), and whether it is today's."""
+    found = {boot(r) for r in newest_per_seed(runs) + idle(runs)}
     boots = sorted(b[:8] for b in found - {None}) + (["not recorded"] if None in found else [])
     cell = where + (f", boot{'s' * (len(boots) > 1)} {', '.join(boots)}" if found - {None} else "")
     return cell if where == today else f"{cell}, not today's machine"

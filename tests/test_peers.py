@@ -364,8 +364,10 @@ def test_a_machines_boots_pool_their_seeds_and_each_speed_ratio_stays_within_its
     peer_record(tmp_path, "fairseq", 3, 20.0, 900.0, date="2026-11-28", environment=unbooted)
     assert verdict_rows(render_tables)[1][1:5] == [f"{where}, not recorded", "1-3", "20.67 ± 2.08 (19.00-23.00)",
                                                    "1,133.3 (1.00)"]  # fmt: skip
+    peer_record(tmp_path, "sockeye", 1, 17.0, 5.0, machine_shared=True, date="2026-11-28", environment=unbooted)
     peer_record(tmp_path, "sockeye", 1, 18.0, 700.0, **on("cccccccc-3", "2026-11-30"))  # a boot without hf_vanilla
-    assert verdict_rows(render_tables)[-1][4] == "700.0"
+    # the shared run, its seed run again, gives the row no figure: its boot is not the row's
+    assert verdict_rows(render_tables)[-1][1:5] == ["AMD EPYC (2-core x86_64), boot cccccccc", "1", "18.00", "700.0"]
     cell = render_tables.peer_cell("translation", render_tables.verdict_groups("translation"), "sockeye")
     assert cell == "21.50 vs 18.00 (2 and 1 seed); speeds: no hf_vanilla run alone on its boots"
 
