@@ -349,8 +349,10 @@ def seeds(runs: list[dict]) -> str:
 
 
 def newest_per_seed(runs: list[dict]) -> list[dict]:
-    """The newest run of each seed (one seed run on two boots is one sample of its system, not two), by seed."""
-    newest = {r["seed"]: r for r in sorted(runs, key=record_date)}
+    """The newest run of each seed (one seed run on two boots is one sample of its system, not two), by seed; of one
+    day, by the header's time where it has one."""
+    order = sorted(runs, key=lambda r: (record_date(r), r.get("environment", {}).get("date") or ""))
+    newest = {r["seed"]: r for r in order}
     return [newest[seed] for seed in sorted(newest)]
 
 
@@ -500,9 +502,7 @@ def decoding_together(task: str, system: str, where: str) -> list[dict]:
     `where` (`machine_kind`: any of its boots, each ratio taken within one), the newest of each seed: `system` and
     hf_vanilla decoding in turn, each median a ratio to hf_vanilla's."""
     records = [json.loads(path.read_text()) for path in RESULTS.glob(f"decoding-together-{system}-seed*.json")]
-    records = [r for r in records if r["task"] == task and machine_kind(r) == where]
-    newest = {r["seed"]: r for r in sorted(records, key=lambda r: r["environment"]["date"])}
-    return [newest[seed] for seed in sorted(newest)]
+    return newest_per_seed([r for r in records if r["task"] == task and machine_kind(r) == where])
 
 
 def together_range(records: list[dict], figure: str) -> str:

@@ -662,3 +662,19 @@ def test_the_split_decoding_benchmark_prints_its_speed_and_a_digest_of_the_outpu
     assert speed > 0 and f"outputs {digest}" in capsys.readouterr().out
     decoded["outputs"] = ["(S x )S", "(S z )S"]
     assert decode_split.main(["--task", "parsing", "--model", str(tmp_path)])[1] != digest
+
+
+def test_of_one_seeds_runs_the_newest_stands_by_day_then_by_the_headers_time():
+    """`render_tables.newest_per_seed`: one run a seed, the newest; two runs of one day are ordered by their headers'
+    times (a file's name gives only the day), whatever order they are read in."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+
+    def run(seed: int, when: str) -> dict:
+        return {"seed": seed, "environment": {"date": when}}
+
+    late, early = run(1, "2026-11-30T05:00:00+00:00"), run(1, "2026-11-30T03:00:00+00:00")
+    older, other = run(1, "2026-11-29T23:00:00+00:00"), run(2, "2026-11-28T10:00:00+00:00")
+    for runs in ([late, early, older, other], [other, early, older, late]):
+        assert render_tables.newest_per_seed(runs) == [late, other]
