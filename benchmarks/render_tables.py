@@ -677,9 +677,12 @@ def peer_cell(task: str, groups: dict[Key, list[dict]], peer: str) -> str:
     notes += (["not today's machine"] if where != today else []) + ([preset] if preset else [])
     _, timed = reference_of(groups, key)
     ratios = [speed_ratio(runs, timed, k) for k in ("train_tokens_per_s", "decode_sentences_per_s")]
-    speeds = f"speed {ratios[0]:.2f}× / {ratios[1]:.2f}×" if None not in ratios else "speeds: shared machine"
-    if None in ratios and idle(runs):
+    if None not in ratios:
+        speeds = f"speed {ratios[0]:.2f}× / {ratios[1]:.2f}×"
+    elif idle(runs):
         speeds = f"speeds: no {name} run alone on its boots"
+    else:
+        speeds = "speeds: shared machine"
     if together := decoding_together(task, system, where):
         speeds += f" ({together_range(together, together[0]['as_run'])} decoding in turn)"
     means = (number(statistics.mean(qualities(group)), 2) for group in (ours, runs))
