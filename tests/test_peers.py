@@ -410,6 +410,7 @@ def test_a_row_never_above_the_trivial_baseline_is_no_measurement_of_its_toolkit
     peer_record(tmp_path, "fairseq", 2, 16.0, 1000.0, **task)
     peer_record(tmp_path, "fairseq-no-copy", 1, 15.0, 1000.0, **task)  # level with the baseline: not above it
     peer_record(tmp_path, "opennmt-py-force-copy-unpatched", 1, 3.9, 500.0, **task, relabelled="the old opennmt-py")
+    monkeypatch.setattr(render_tables, "UNDER_BASELINE_WHY", {})  # no cause found yet
     assert [row[3] for row in verdict_rows(render_tables, "summarization")] == [
         "20.00",
         "15.00 ± 1.41 (14.00-16.00)",
@@ -419,7 +420,7 @@ def test_a_row_never_above_the_trivial_baseline_is_no_measurement_of_its_toolkit
     notes = " ".join(render_tables.verdict_block("summarization").split())
     assert "lead-14 (`benchmarks/results/lead-baseline-summarization.json`), scores 15.00 on the same" in notes
     assert "`opennmt-py-force-copy-unpatched`: the old opennmt-py." in notes
-    assert "stays under the baseline" not in notes  # no cause found for these
+    assert "stays under the baseline" not in notes
     monkeypatch.setattr(render_tables, "UNDER_BASELINE_WHY", {"fairseq-no-copy": "its reason", "fairseq": "none"})
     notes = " ".join(render_tables.verdict_block("summarization").split())
     assert "`fairseq-no-copy` stays under the baseline: its reason." in notes and "none." not in notes
@@ -470,6 +471,33 @@ def test_decoding_in_turn_is_set_beside_the_verdict_speeds_of_its_own_machine(tm
     peer_record(tmp_path, "opennmt-py", 1, 16.0, 1100.0, task="summarization", date="2026-11-29", environment=env)
     summarization = render_tables.verdict_groups("summarization")
     assert render_tables.peer_cell("summarization", summarization, "opennmt-py").endswith("speed 1.10× / 1.10×")
+
+
+def test_a_peers_control_is_timed_beside_the_recipes_own_control_on_todays_machine(tmp_path, monkeypatch):
+    """`render_tables.control_notes`: a peer system named for an hf_vanilla variant (`fairseq-no-copy` for
+    `hf_vanilla-no-copy`) gets a sentence with its speeds beside that variant's, like model beside like, on today's
+    machine only; its row's ratios stay beside the recipe's full model, and a peer's full model gets no such line."""
+    from runs import benchmark
+
+    render_tables = benchmark("render_tables")
+    monkeypatch.setattr(render_tables, "RESULTS", tmp_path)
+    amd, xeon = dict(task="summarization", date="2026-11-30"), dict(task="summarization", date="2026-11-27")
+    peer_record(tmp_path, "hf_vanilla", 1, 20.0, 1000.0, "AMD EPYC", **amd)
+    peer_record(tmp_path, "hf_vanilla-no-copy", 1, 18.0, 2000.0, "AMD EPYC", **amd)
+    peer_record(tmp_path, "fairseq", 1, 17.0, 900.0, "AMD EPYC", **amd)
+    peer_record(tmp_path, "fairseq-no-copy", 1, 14.0, 1500.0, "AMD EPYC", **amd)
+    peer_record(tmp_path, "hf_vanilla-no-copy", 1, 18.0, 1000.0, "Intel Xeon", **xeon)
+    peer_record(tmp_path, "opennmt-py-no-copy", 1, 5.0, 3000.0, "Intel Xeon", **xeon)
+    assert ["fairseq-no-copy", "1,500.0 (1.50)"] in [
+        [row[0], row[4]] for row in verdict_rows(render_tables, "summarization")
+    ]
+    notes = " ".join(render_tables.verdict_block("summarization").split())
+    assert (
+        "Beside `hf_vanilla-no-copy` on the same boots (training / decoding speed): `fairseq-no-copy` 0.75× / 0.75×."
+        in notes
+    )
+    assert "`opennmt-py-no-copy`" not in notes and "`fairseq` 0.45×" not in notes  # another machine; a full model
+    assert "Beside `hf_vanilla" not in render_tables.verdict_block("translation")
 
 
 def test_the_lead_baseline_record_holds_the_recipes_lead_baseline_of_the_test_split(monkeypatch):
